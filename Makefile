@@ -1,0 +1,49 @@
+# The Makefile is what CI runs. `make test` is the gate.
+GO        ?= go
+FUZZTIME  ?= 10s
+PKGS      := ./...
+
+.PHONY: all test lint fmt-check vet tidy-check unit fuzz bench gobench build install clean
+
+all: test
+
+build:
+	$(GO) build -o bin/seglog ./cmd/seglog
+
+install:
+	$(GO) install ./cmd/seglog
+
+## test: formatting, vet, tidy check, and every test under the race detector.
+test: lint
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+lint: fmt-check vet tidy-check
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+tidy-check:
+	@cp go.mod /tmp/seglog-go.mod.bak; cp go.sum /tmp/seglog-go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! cmp -s go.mod /tmp/seglog-go.mod.bak || ! cmp -s go.sum /tmp/seglog-go.sum.bak; then \
+		cp /tmp/seglog-go.mod.bak go.mod; cp /tmp/seglog-go.sum.bak go.sum; \
+		echo "go mod tidy changes go.mod or go.sum: run it and commit"; exit 1; fi
+
+## fuzz: every fuzz target, each for FUZZTIME.
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./.ci/fuzz
+
+## bench: the benchmark suite a user runs first (seglog bench), in a temp dir.
+bench:
+	$(GO) run ./cmd/seglog bench
+
+## gobench: the Go micro-benchmarks of every package.
+gobench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+clean:
+	rm -rf bin

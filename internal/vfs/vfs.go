@@ -1,0 +1,206 @@
+// Package vfs is seglog's filesystem seam: the few file operations the
+// engine performs, behind an interface, so that tests can inject faults
+// (short writes, ENOSPC, failing fsync, failing rename) while production
+// code calls the os package directly.
+//
+// Only what the engine uses is here. Every implementation must behave like
+// the os package: errors are *os.PathError or wrap a syscall.Errno, so that
+// errors.Is(err, syscall.ENOSPC) works whatever FS produced them.
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Default permissions for what the engine creates: the data is not readable
+// by other users.
+const (
+	DefaultFileMode os.FileMode = 0o640
+	DefaultDirMode  os.FileMode = 0o750
+)
+
+// File is an open file. It is safe to call ReadAt from many goroutines at
+// once; every other method is called by one goroutine at a time.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	io.WriterAt
+	io.Seeker
+	io.Closer
+
+	// Sync flushes the file's data and metadata to stable storage (fsync).
+	Sync() error
+	// Truncate changes the file's size; growing it leaves a sparse hole.
+	Truncate(size int64) error
+	// Allocate reserves disk blocks for the byte range [off, off+n),
+	// growing the file if needed, so that later writes to the range
+	// (including writes through a memory map) cannot fail for lack of
+	// space. It returns an error wrapping syscall.ENOSPC on a full disk.
+	Allocate(off, n int64) error
+	// Stat returns the file's metadata.
+	Stat() (os.FileInfo, error)
+	// Name returns the path the file was opened with.
+	Name() string
+	// OSFile returns the *os.File underneath, which memory mapping and
+	// sendfile need. Wrappers that inject faults return the file they wrap.
+	OSFile() *os.File
+}
+
+// FS is a filesystem. All paths are ordinary OS paths.
+type FS interface {
+	// OpenFile opens a file like os.OpenFile.
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// RemoveAll removes a path and everything under it.
+	RemoveAll(name string) error
+	// Rename renames a file, replacing the target atomically.
+	Rename(oldpath, newpath string) error
+	// MkdirAll creates a directory and any parents that are missing.
+	MkdirAll(path string, perm os.FileMode) error
+	// ReadDir lists a directory, sorted by name.
+	ReadDir(name string) ([]os.DirEntry, error)
+	// Lstat describes a path without following a final symbolic link.
+	Lstat(name string) (os.FileInfo, error)
+	// SyncDir fsyncs a directory, making the creation, removal and
+	// renaming of its entries durable.
+	SyncDir(dir string) error
+}
+
+// Default is the FS over the os package.
+var Default FS = osFS{}
+
+type osFS struct{}
+
+type osFile struct{ *os.File }
+
+func (f osFile) OSFile() *os.File { return f.File }
+
+func (f osFile) Allocate(off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	for {
+		err := syscall.Fallocate(int(f.Fd()), 0, off, n)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err == syscall.EOPNOTSUPP || err == syscall.ENOSYS {
+			// The filesystem cannot reserve blocks (tmpfs on old kernels,
+			// some network filesystems): grow the file instead.
+			return growTo(f.File, off+n)
+		}
+		if err != nil {
+			return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
+		}
+		return nil
+	}
+}
+
+func growTo(f *os.File, size int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() >= size {
+		return nil
+	}
+	return f.Truncate(size)
+}
+
+func (osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (osFS) Remove(name string) error                     { return os.Remove(name) }
+func (osFS) RemoveAll(name string) error                  { return os.RemoveAll(name) }
+func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
+func (osFS) MkdirAll(path string, perm os.FileMode) error { return os.MkdirAll(path, perm) }
+func (osFS) ReadDir(name string) ([]os.DirEntry, error)   { return os.ReadDir(name) }
+func (osFS) Lstat(name string) (os.FileInfo, error)       { return os.Lstat(name) }
+
+func (osFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// WriteFileAtomic replaces path with data so that a crash leaves either the
+// old content or the new, never a mix: it writes a temporary file beside
+// path, fsyncs it, renames it over path and fsyncs the directory.
+func WriteFileAtomic(fs FS, path string, data []byte, perm os.FileMode) (err error) {
+	tmp := path + ".tmp"
+	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = fs.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = fs.Rename(tmp, path); err != nil {
+		return err
+	}
+	return fs.SyncDir(filepath.Dir(path))
+}
+
+// ReadFile reads a whole file, refusing one larger than limit bytes so that
+// a damaged or hostile file cannot cause a huge allocation.
+func ReadFile(fs FS, path string, limit int64) ([]byte, error) {
+	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d allowed: %w", path, fi.Size(), limit, ErrTooLarge)
+	}
+	buf := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return buf, nil
+}
+
+// ErrTooLarge is returned by ReadFile for a file over its limit.
+var ErrTooLarge = errors.New("file too large")
+
+// IsNoSpace reports whether err means the disk is full (ENOSPC or EDQUOT).
+func IsNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}

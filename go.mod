@@ -7,5 +7,6 @@ require (
 	github.com/edsrzf/mmap-go v1.2.0 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )

@@ -1,0 +1,439 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"sync/atomic"
+
+	"github.com/edsrzf/mmap-go"
+
+	"github.com/seglog/seglog/internal/vfs"
+)
+
+const (
+	// allocChunk is how far ahead of the entries Append reserves disk
+	// blocks, so that writes through the map never meet a full disk.
+	allocChunk = 64 << 10
+	// warmBytes is the size of the "warm section": the most recent
+	// entries, searched first when the target is in them. Lookups near
+	// the end of the log (the common case: consumers that keep up) then
+	// touch only the last few pages, which stay in memory. Kafka uses 8 KiB.
+	warmBytes = 8 << 10
+)
+
+// entryFile is a file of fixed-width entries mapped into memory: the
+// mechanics shared by OffsetIndex and TimeIndex. It knows entries only as
+// byte slices and columns.
+//
+// Concurrency: one writer. len, entry, last and upperBound may run beside
+// append; they load the entry count once (atomically) and read only the
+// entries below it, which append never changes. Every other method runs
+// alone.
+type entryFile struct {
+	fs   vfs.FS
+	path string
+	file vfs.File     // nil once closed
+	m    mmap.MMap    // the mapping; nil when the file is empty or closed
+	size int          // entry size in bytes
+	cols []column     // the columns that strictly increase across entries
+	warm int          // entries in the warm section
+	n    atomic.Int64 // entries in use; stored after their bytes are written
+
+	limit     int   // entries the index may hold: appends fail with ErrFull at limit
+	capBytes  int64 // a writable index's configured size (MaxBytes rounded down)
+	allocated int64 // bytes of the file reserved with Allocate, from 0
+	openSize  int64 // the file's size at open, or 0 after Reset; reported by sanityCheck when not a multiple of size
+	writable  bool  // mapped read-write and accepting appends
+	openedRW  bool  // the file is open for writing (writable now, or sealed)
+	closed    bool
+}
+
+func openEntryFile(path string, size int, cols []column, opts Options) (*entryFile, error) {
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	f := &entryFile{fs: fs, path: path, size: size, cols: cols, warm: warmBytes / size}
+	if !opts.Writable {
+		if err := f.openReadOnly(); err != nil {
+			return nil, err
+		}
+		return f, nil
+	}
+	maxBytes := opts.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	if maxBytes < size {
+		return nil, fmt.Errorf("index: open %s: MaxBytes %d holds no entry of %d bytes", path, opts.MaxBytes, size)
+	}
+	f.capBytes = int64(maxBytes - maxBytes%size)
+	perm := opts.Perm
+	if perm == 0 {
+		perm = vfs.DefaultFileMode
+	}
+	if err := f.openWritable(perm); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *entryFile) openReadOnly() error {
+	file, err := f.fs.OpenFile(f.path, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("index: open %s: %w", f.path, err)
+	}
+	fi, err := file.Stat()
+	if err != nil {
+		_ = file.Close()
+		return fmt.Errorf("index: stat %s: %w", f.path, err)
+	}
+	sz := fi.Size()
+	if sz > math.MaxInt {
+		_ = file.Close()
+		return fmt.Errorf("index: open %s: %d bytes cannot be mapped", f.path, sz)
+	}
+	if sz > 0 {
+		if f.m, err = mmap.MapRegion(file.OSFile(), int(sz), mmap.RDONLY, 0, 0); err != nil {
+			_ = file.Close()
+			return fmt.Errorf("index: mmap %s: %w", f.path, err)
+		}
+	}
+	f.file = file
+	f.openSize = sz
+	n := int(sz / int64(f.size))
+	f.n.Store(int64(n))
+	f.limit = n
+	return nil
+}
+
+func (f *entryFile) openWritable(perm os.FileMode) (err error) {
+	file, err := f.fs.OpenFile(f.path, os.O_RDWR|os.O_CREATE, perm)
+	if err != nil {
+		return fmt.Errorf("index: open %s: %w", f.path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = file.Close()
+		}
+	}()
+	fi, err := file.Stat()
+	if err != nil {
+		return fmt.Errorf("index: stat %s: %w", f.path, err)
+	}
+	sz := fi.Size()
+	if sz > math.MaxInt {
+		return fmt.Errorf("index: open %s: %d bytes cannot be mapped", f.path, sz)
+	}
+	mapLen := sz
+	if sz < f.capBytes {
+		// Sparse: blocks are reserved by append, a chunk at a time.
+		if err := file.Truncate(f.capBytes); err != nil {
+			return fmt.Errorf("index: truncate %s: %w", f.path, err)
+		}
+		mapLen = f.capBytes
+	}
+	m, err := mmap.MapRegion(file.OSFile(), int(mapLen), mmap.RDWR, 0, 0)
+	if err != nil {
+		return fmt.Errorf("index: mmap %s: %w", f.path, err)
+	}
+	f.file, f.m, f.openSize = file, m, sz
+	f.writable, f.openedRW = true, true
+
+	// Valid entries are never all zero and the preallocated tail is all
+	// zeros: the used entries end at the first all-zero entry.
+	// Only the file's size before it was grown can hold entries; a new
+	// file holds none, so opening it touches no page of the mapping.
+	whole := int(mapLen / int64(f.size))
+	used := int(min(sz, mapLen) / int64(f.size))
+	n := sort.Search(used, func(i int) bool { return allZero(f.m[i*f.size : (i+1)*f.size]) })
+	f.n.Store(int64(n))
+	f.limit = whole
+	if sz > f.capBytes {
+		f.limit = n // larger than MaxBytes: keep the entries, take no more
+	}
+	return nil
+}
+
+// len returns the number of entries in use. It may run beside append.
+func (f *entryFile) len() int { return int(f.n.Load()) }
+
+// entry returns entry i's bytes, which stay valid until the next Seal,
+// TruncateTo, Reset or Close. It may run beside append.
+func (f *entryFile) entry(i int) []byte {
+	if n := f.len(); i < 0 || i >= n {
+		panic(fmt.Sprintf("index: entry %d out of range [0, %d)", i, n))
+	}
+	return f.m[i*f.size : (i+1)*f.size : (i+1)*f.size]
+}
+
+// last returns the last entry's bytes. It may run beside append.
+func (f *entryFile) last() ([]byte, bool) {
+	n := f.len()
+	if n == 0 {
+		return nil, false
+	}
+	return f.m[(n-1)*f.size : n*f.size : n*f.size], true
+}
+
+// upperBound returns the number of leading entries whose column c is at or
+// below target: the index of the first entry above it. c must increase
+// across entries. It searches the warm section first when the target is
+// at or after its first entry. It does not allocate and may run beside
+// append.
+func (f *entryFile) upperBound(c column, target uint64) int {
+	n := f.len()
+	m, size := f.m, f.size
+	lo, hi := 0, n
+	if w := f.warm; n > w {
+		if c.at(m, (n-w)*size) <= target {
+			lo = n - w + 1
+		} else {
+			hi = n - w
+		}
+	}
+	// A branchy search beats a branch-free one here: on a large index the
+	// CPU speculates down the predicted half and overlaps cache misses.
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if c.at(m, mid*size) <= target {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// full reports whether append cannot add an entry: the index is at its
+// limit, read-only or closed.
+func (f *entryFile) full() bool { return f.closed || f.len() >= f.limit }
+
+// checkWritable returns the error append would return for the index's
+// state, before the caller validates an entry.
+func (f *entryFile) checkWritable() error {
+	switch {
+	case f.closed:
+		return ErrClosed
+	case !f.writable:
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// append adds an entry of f.size bytes, which the caller has validated.
+// It reserves disk blocks ahead of the entry first; on any error nothing
+// has changed. Only the writer calls it.
+func (f *entryFile) append(b []byte) error {
+	if err := f.checkWritable(); err != nil {
+		return err
+	}
+	n := f.len()
+	if n >= f.limit {
+		return ErrFull
+	}
+	off := n * f.size
+	if err := f.reserve(int64(off + f.size)); err != nil {
+		return err
+	}
+	copy(f.m[off:off+f.size], b)
+	f.n.Store(int64(n + 1)) // publish after the bytes
+	return nil
+}
+
+// reserve makes sure that disk blocks back the file up to end, reserving a
+// chunk ahead and never past the mapping.
+func (f *entryFile) reserve(end int64) error {
+	if end <= f.allocated {
+		return nil
+	}
+	upTo := (end + allocChunk - 1) / allocChunk * allocChunk
+	if ml := int64(len(f.m)); upTo > ml {
+		upTo = ml
+	}
+	if err := f.file.Allocate(f.allocated, upTo-f.allocated); err != nil {
+		return fmt.Errorf("index: allocate %s [%d, %d): %w", f.path, f.allocated, upTo, err)
+	}
+	f.allocated = upTo
+	return nil
+}
+
+// truncate keeps the first k entries and zeroes the rest in the file. It
+// runs alone. On an index that cannot be written it is an error
+// (ErrReadOnly) unless nothing would be dropped.
+func (f *entryFile) truncate(k int) error {
+	if f.closed {
+		return ErrClosed
+	}
+	n := f.len()
+	if k >= n {
+		return nil
+	}
+	if !f.writable {
+		return ErrReadOnly
+	}
+	f.n.Store(int64(k))
+	clear(f.m[k*f.size : n*f.size])
+	return nil
+}
+
+// reset drops every entry: the file is emptied and preallocated again, so
+// nothing of its old content (a torn tail, stray bytes past the entries)
+// survives. It runs alone. On an index that cannot be written it is an
+// error (ErrReadOnly) unless the index is already empty. If it fails, the
+// index holds no entries and takes no appends: close it.
+func (f *entryFile) reset() error {
+	if f.closed {
+		return ErrClosed
+	}
+	if !f.writable {
+		if f.len() == 0 && f.openSize%int64(f.size) == 0 {
+			return nil
+		}
+		return ErrReadOnly
+	}
+	f.n.Store(0)
+	f.writable = false // until the new mapping is in place
+	if err := f.unmap(); err != nil {
+		return err
+	}
+	if err := f.file.Truncate(0); err != nil {
+		return fmt.Errorf("index: truncate %s: %w", f.path, err)
+	}
+	if err := f.file.Truncate(f.capBytes); err != nil {
+		return fmt.Errorf("index: truncate %s: %w", f.path, err)
+	}
+	m, err := mmap.MapRegion(f.file.OSFile(), int(f.capBytes), mmap.RDWR, 0, 0)
+	if err != nil {
+		return fmt.Errorf("index: mmap %s: %w", f.path, err)
+	}
+	f.m = m
+	f.writable = true
+	f.limit = int(f.capBytes) / f.size
+	f.allocated = 0
+	f.openSize = 0
+	return nil
+}
+
+// sanityCheck checks the file size and that the used entries are not all
+// zero and strictly increase in every column of f.cols. It may run beside
+// append, and reads every entry: O(n).
+func (f *entryFile) sanityCheck() error {
+	if f.closed {
+		return ErrClosed
+	}
+	if r := f.openSize % int64(f.size); r != 0 {
+		return fmt.Errorf("%w: %s: size %d is not a multiple of the entry size %d", ErrCorrupt, f.path, f.openSize, f.size)
+	}
+	n := f.len()
+	for i := 0; i < n; i++ {
+		off := i * f.size
+		if allZero(f.m[off : off+f.size]) {
+			return fmt.Errorf("%w: %s: entry %d is all zero", ErrCorrupt, f.path, i)
+		}
+		if i == 0 {
+			continue
+		}
+		for _, c := range f.cols {
+			if prev, cur := c.at(f.m, off-f.size), c.at(f.m, off); cur <= prev {
+				return fmt.Errorf("%w: %s: entry %d does not follow entry %d (bytes %d..%d)", ErrCorrupt, f.path, i, i-1, c.off, c.off+c.width-1)
+			}
+		}
+	}
+	return nil
+}
+
+// seal trims a writable index to its used length and maps it read-only
+// (or unmaps it when empty). It does not sync: call sync first for
+// durability. It runs alone; on a read-only index it does nothing.
+func (f *entryFile) seal() error {
+	if f.closed {
+		return ErrClosed
+	}
+	if !f.writable {
+		return nil
+	}
+	used := int64(f.len() * f.size)
+	if err := f.file.Truncate(used); err != nil {
+		return fmt.Errorf("index: truncate %s: %w", f.path, err)
+	}
+	// The old mapping now reaches past the end of the file: take no more
+	// appends whatever happens next. Reads stay below used.
+	f.writable = false
+	f.limit = f.len()
+	f.allocated = 0
+	f.openSize = used
+	var m mmap.MMap
+	if used > 0 {
+		var err error
+		if m, err = mmap.MapRegion(f.file.OSFile(), int(used), mmap.RDONLY, 0, 0); err != nil {
+			return fmt.Errorf("index: mmap %s: %w", f.path, err)
+		}
+	}
+	if err := f.unmap(); err != nil {
+		_ = m.Unmap()
+		return err
+	}
+	f.m = m
+	return nil
+}
+
+// sync flushes written entries to stable storage: msync of a writable
+// mapping, then fsync of the file. An index opened read-only has nothing
+// to flush. It is called by the writer, not beside append.
+func (f *entryFile) sync() error {
+	if f.closed {
+		return ErrClosed
+	}
+	if f.writable && f.m != nil {
+		if err := f.m.Flush(); err != nil {
+			return fmt.Errorf("index: msync %s: %w", f.path, err)
+		}
+	}
+	if f.openedRW {
+		if err := f.file.Sync(); err != nil {
+			return fmt.Errorf("index: fsync %s: %w", f.path, err)
+		}
+	}
+	return nil
+}
+
+// close trims a writable index to its used length, unmaps and closes the
+// file. It runs alone, and a second call does nothing.
+func (f *entryFile) close() error {
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	var errs []error
+	wasWritable := f.writable
+	f.writable = false
+	used := int64(f.len() * f.size)
+	f.n.Store(0)
+	errs = append(errs, f.unmap())
+	if wasWritable {
+		if err := f.file.Truncate(used); err != nil {
+			errs = append(errs, fmt.Errorf("index: truncate %s: %w", f.path, err))
+		}
+	}
+	if err := f.file.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("index: close %s: %w", f.path, err))
+	}
+	f.file = nil
+	return errors.Join(errs...)
+}
+
+func (f *entryFile) unmap() error {
+	if f.m == nil {
+		return nil
+	}
+	err := f.m.Unmap()
+	f.m = nil
+	if err != nil {
+		return fmt.Errorf("index: munmap %s: %w", f.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,15 @@
+package index
+
+import (
+	"os"
+
+	"github.com/seglog/seglog/internal/vfs"
+)
+
+// Options configure how an index file is opened.
+type Options struct {
+	FS       vfs.FS      // nil means vfs.Default
+	MaxBytes int         // capacity of a writable index; rounded down to a multiple of the entry size; 0 means DefaultMaxBytes
+	Writable bool        // true for the active segment's index
+	Perm     os.FileMode // for a created file; 0 means vfs.DefaultFileMode
+}

@@ -1,0 +1,215 @@
+package index
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReopen checks that a writable reopen keeps exactly the entries, after
+// a clean Close (file trimmed) and after a crash (file left preallocated).
+func TestReopen(t *testing.T) {
+	const maxBytes = 1 << 16
+	for _, crash := range []bool{false, true} {
+		name := map[bool]string{false: "after Close", true: "after a crash"}[crash]
+		t.Run("offset "+name, func(t *testing.T) {
+			path := tempPath(t, "00.index")
+			x, err := OpenOffset(path, testBase, Options{Writable: true, MaxBytes: maxBytes})
+			require.NoError(t, err)
+			want := fillOffset(t, x, 100)
+			if crash {
+				// The file as a crash leaves it: preallocated, not trimmed.
+				copyFile(t, path, path+".crash")
+				require.NoError(t, x.Close())
+				path += ".crash"
+				require.Equal(t, int64(maxBytes), fileSize(t, path))
+			} else {
+				require.NoError(t, x.Close())
+				require.Equal(t, int64(100*OffsetEntrySize), fileSize(t, path))
+			}
+			y := openOffset(t, path, Options{Writable: true, MaxBytes: maxBytes})
+			assert.Equal(t, int64(maxBytes), fileSize(t, path))
+			assert.Equal(t, want, offsetEntries(y))
+			assert.NoError(t, y.SanityCheck(math.MaxUint32))
+			assert.False(t, y.Full())
+			e := offsetEntry(100)
+			assert.ErrorIs(t, y.Append(want[99].Offset, want[99].Position+1), ErrOutOfOrder)
+			require.NoError(t, y.Append(e.Offset, e.Position))
+			require.NoError(t, y.Close())
+			z := openOffset(t, path, Options{})
+			assert.Equal(t, append(want, e), offsetEntries(z))
+		})
+		t.Run("time "+name, func(t *testing.T) {
+			path := tempPath(t, "00.timeindex")
+			x, err := OpenTime(path, testBase, Options{Writable: true, MaxBytes: maxBytes})
+			require.NoError(t, err)
+			want := fillTime(t, x, 100)
+			if crash {
+				copyFile(t, path, path+".crash")
+				require.NoError(t, x.Close())
+				path += ".crash"
+			} else {
+				require.NoError(t, x.Close())
+				require.Equal(t, int64(100*TimeEntrySize), fileSize(t, path))
+			}
+			y := openTime(t, path, Options{Writable: true, MaxBytes: maxBytes})
+			assert.Equal(t, want, timeEntries(y))
+			assert.NoError(t, y.SanityCheck(testBase, math.MaxInt64))
+			e := timeEntry(100)
+			require.NoError(t, y.Append(e.Timestamp, e.Offset))
+			assert.Equal(t, append(want, e), timeEntries(y))
+		})
+	}
+}
+
+func TestReopenEmptyCreatedFile(t *testing.T) {
+	path := tempPath(t, "00.index")
+	x, err := OpenOffset(path, testBase, Options{Writable: true})
+	require.NoError(t, err)
+	require.NoError(t, x.Close())
+	assert.Equal(t, int64(0), fileSize(t, path), "trimmed to nothing")
+	y := openOffset(t, path, Options{Writable: true})
+	assert.Equal(t, 0, y.Len())
+	assert.Equal(t, int64(DefaultMaxBytes), fileSize(t, path))
+}
+
+func TestReopenLargerThanMaxBytes(t *testing.T) {
+	path := tempPath(t, "00.index")
+	x, err := OpenOffset(path, testBase, Options{Writable: true, MaxBytes: 4096})
+	require.NoError(t, err)
+	want := fillOffset(t, x, 10)
+	copyFile(t, path, path+".crash") // 4096 bytes, 10 entries then zeros
+	require.NoError(t, x.Close())
+
+	for _, p := range []string{path, path + ".crash"} {
+		y := openOffset(t, p, Options{Writable: true, MaxBytes: 5 * OffsetEntrySize})
+		assert.Equal(t, want, offsetEntries(y))
+		assert.True(t, y.Full())
+		e := offsetEntry(10)
+		assert.ErrorIs(t, y.Append(e.Offset, e.Position), ErrFull)
+		assert.Equal(t, want[4], y.Lookup(want[4].Offset))
+		require.NoError(t, y.Close())
+		assert.Equal(t, int64(10*OffsetEntrySize), fileSize(t, p))
+	}
+}
+
+func TestSeal(t *testing.T) {
+	t.Run("offset", func(t *testing.T) {
+		path := tempPath(t, "00.index")
+		x := openOffset(t, path, Options{Writable: true})
+		want := fillOffset(t, x, 2000)
+		require.NoError(t, x.Sync())
+		require.NoError(t, x.Seal())
+		assert.Equal(t, int64(2000*OffsetEntrySize), fileSize(t, path))
+		assert.True(t, x.Full())
+		assert.Equal(t, want, offsetEntries(x))
+		for i, e := range want {
+			require.Equal(t, e, x.Lookup(e.Offset+5), "entry %d", i)
+		}
+		e := offsetEntry(2000)
+		assert.ErrorIs(t, x.Append(e.Offset, e.Position), ErrReadOnly)
+		assert.ErrorIs(t, x.TruncateTo(want[5].Offset), ErrReadOnly)
+		assert.NoError(t, x.TruncateTo(math.MaxInt64), "nothing to drop")
+		assert.ErrorIs(t, x.Reset(), ErrReadOnly)
+		assert.NoError(t, x.Seal(), "sealing twice")
+		assert.NoError(t, x.Sync())
+		assert.NoError(t, x.SanityCheck(math.MaxUint32))
+		require.NoError(t, x.Close())
+		assert.Equal(t, int64(2000*OffsetEntrySize), fileSize(t, path))
+	})
+	t.Run("time", func(t *testing.T) {
+		path := tempPath(t, "00.timeindex")
+		x := openTime(t, path, Options{Writable: true})
+		want := fillTime(t, x, 2000)
+		require.NoError(t, x.Seal())
+		assert.Equal(t, int64(2000*TimeEntrySize), fileSize(t, path))
+		assert.Equal(t, want, timeEntries(x))
+		for _, e := range want {
+			got, ok := x.Lookup(e.Timestamp + 1)
+			require.True(t, ok)
+			require.Equal(t, e, got)
+		}
+	})
+	t.Run("empty", func(t *testing.T) {
+		path := tempPath(t, "00.index")
+		x := openOffset(t, path, Options{Writable: true})
+		require.NoError(t, x.Seal())
+		assert.Equal(t, int64(0), fileSize(t, path))
+		assert.Equal(t, OffsetPosition{Offset: testBase}, x.Lookup(math.MaxInt64))
+		assert.NoError(t, x.Reset(), "already empty")
+		assert.NoError(t, x.Close())
+	})
+}
+
+// TestReadOnlyOpenNeverWrites opens files, valid and damaged, read-only and
+// calls every method: the bytes and size stay as they were.
+func TestReadOnlyOpenNeverWrites(t *testing.T) {
+	valid := rawOffset([2]uint32{10, 4096}, [2]uint32{20, 8192})
+	files := []struct {
+		name string
+		data []byte
+	}{
+		{"empty", []byte{}},
+		{"valid", valid},
+		{"partial entry", append(valid, 1, 2, 3)},
+		{"out of order", rawOffset([2]uint32{20, 8192}, [2]uint32{10, 4096})},
+		{"preallocated tail", append(valid, make([]byte, 4096)...)},
+		{"garbage", bytes.Repeat([]byte{0xff, 0x00, 0x7f}, 1001)},
+	}
+	for _, tt := range files {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opath, tpath := dir+"/00.index", dir+"/00.timeindex"
+			require.NoError(t, os.WriteFile(opath, tt.data, 0o640))
+			require.NoError(t, os.WriteFile(tpath, tt.data, 0o640))
+			before := map[string]os.FileInfo{}
+			for _, p := range []string{opath, tpath} {
+				fi, err := os.Stat(p)
+				require.NoError(t, err)
+				before[p] = fi
+			}
+
+			x, err := OpenOffset(opath, testBase, Options{})
+			require.NoError(t, err)
+			assert.Equal(t, len(tt.data)/OffsetEntrySize, x.Len())
+			_ = x.SanityCheck(1 << 20)
+			_ = x.Lookup(testBase + 15)
+			_ = x.Lookup(math.MaxInt64)
+			_, _ = x.Last()
+			assert.True(t, x.Full())
+			assert.Error(t, x.Append(math.MaxUint32, math.MaxUint32))
+			_ = x.TruncateTo(testBase + 15)
+			_ = x.TruncateTo(testBase)
+			_ = x.Reset()
+			assert.NoError(t, x.Seal())
+			assert.NoError(t, x.Sync())
+			require.NoError(t, x.Close())
+
+			y, err := OpenTime(tpath, testBase, Options{})
+			require.NoError(t, err)
+			assert.Equal(t, len(tt.data)/TimeEntrySize, y.Len())
+			_ = y.SanityCheck(testBase, testBase+100)
+			_, _ = y.Lookup(0)
+			_, _ = y.Lookup(math.MaxInt64)
+			assert.Error(t, y.Append(math.MaxInt64, testBase+math.MaxUint32))
+			_ = y.TruncateTo(testBase + 1)
+			_ = y.Reset()
+			assert.NoError(t, y.Seal())
+			require.NoError(t, y.Close())
+
+			for _, p := range []string{opath, tpath} {
+				got, err := os.ReadFile(p)
+				require.NoError(t, err)
+				assert.Equal(t, tt.data, got, p)
+				after, err := os.Stat(p)
+				require.NoError(t, err)
+				assert.Equal(t, before[p].Size(), after.Size(), p)
+				assert.Equal(t, before[p].ModTime(), after.ModTime(), p)
+			}
+		})
+	}
+}

@@ -1,0 +1,842 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/internal/vfs"
+)
+
+// File name suffixes of a segment's files.
+const (
+	LogSuffix       = ".log"
+	IndexSuffix     = ".index"
+	TimeIndexSuffix = ".timeindex"
+)
+
+// DefaultIndexIntervalBytes is the log data between two index entries.
+const DefaultIndexIntervalBytes = 4096
+
+// MaxSegmentBytes is the largest a segment can be: index entries hold
+// 32-bit positions.
+const MaxSegmentBytes = math.MaxUint32
+
+var (
+	// ErrClosed is returned by a segment that was closed.
+	ErrClosed = errors.New("segment: closed")
+	// ErrDeleted is returned by a segment whose files were deleted.
+	ErrDeleted = errors.New("segment: deleted")
+	// ErrSealed is returned by Append on a sealed segment.
+	ErrSealed = errors.New("segment: sealed")
+	// ErrFull is returned by Append when the batch does not fit: the
+	// segment would pass MaxSegmentBytes or its index is full. Roll.
+	ErrFull = errors.New("segment: full")
+)
+
+// CorruptError reports invalid bytes at a position of a segment's .log.
+type CorruptError struct {
+	File string
+	Pos  int64
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%s at byte %d: %v", e.File, e.Pos, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Options configure a segment. The zero value is usable.
+type Options struct {
+	FS                 vfs.FS
+	IndexIntervalBytes int         // default DefaultIndexIntervalBytes
+	MaxIndexBytes      int         // default index.DefaultMaxBytes
+	Limits             Limits      // default DefaultLimits
+	FileMode           os.FileMode // default vfs.DefaultFileMode
+	Budget             *Budget     // shared cap on open files; nil: none
+}
+
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.IndexIntervalBytes <= 0 {
+		o.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if o.MaxIndexBytes <= 0 {
+		o.MaxIndexBytes = index.DefaultMaxBytes
+	}
+	o.Limits = o.Limits.withDefaults()
+	if o.FileMode == 0 {
+		o.FileMode = vfs.DefaultFileMode
+	}
+	return o
+}
+
+// FileName returns the file name of a segment file: the base offset in 20
+// digits and the suffix.
+func FileName(base int64, suffix string) string {
+	return fmt.Sprintf("%020d%s", base, suffix)
+}
+
+// ParseFileName parses a segment file name. ok is false for any name that
+// is not exactly 20 decimal digits followed by the suffix.
+func ParseFileName(name, suffix string) (base int64, ok bool) {
+	if len(name) != 20+len(suffix) || name[20:] != suffix {
+		return 0, false
+	}
+	for _, c := range name[:20] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(name[:20], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return v, true
+}
+
+// Segment is one .log file and its two indexes.
+//
+// Concurrency: one writer (Append, Seal, TruncateTo, Recover, Delete are
+// called by one goroutine at a time, the log's writer) and any number of
+// readers (Find, FindTime, ReadAt, ReadBatches, Size, NextOffset). Readers
+// never wait for Append. Files are opened on first use and may be closed
+// by the Budget while idle.
+type Segment struct {
+	dir  string
+	base int64
+	opts Options
+
+	// mu guards the open files and the lifecycle flags: readers and the
+	// appender hold it for reading while they use the files; opening,
+	// closing, sealing, truncating and deleting hold it for writing.
+	mu       sync.RWMutex
+	log      vfs.File
+	oidx     *index.OffsetIndex
+	tidx     *index.TimeIndex
+	writable bool // active: indexes are mapped read-write
+	closed   bool
+	deleted  bool
+
+	used atomic.Bool // set on use; cleared by the Budget's clock sweep
+
+	// Published state, read without locks.
+	size     atomic.Int64 // bytes of whole batches; -1 until known
+	next     atomic.Int64 // offset after the last record
+	maxTS    atomic.Int64 // largest record timestamp; math.MinInt64 when none
+	maxTSOff atomic.Int64 // offset of the batch holding maxTS
+
+	// Writer state, touched only by the writer.
+	sinceIndex int // bytes appended since the last index entry
+}
+
+func (s *Segment) path(suffix string) string {
+	return filepath.Join(s.dir, FileName(s.base, suffix))
+}
+
+// Base returns the segment's base offset.
+func (s *Segment) Base() int64 { return s.base }
+
+// LogPath returns the path of the segment's .log file.
+func (s *Segment) LogPath() string { return s.path(LogSuffix) }
+
+// NextOffset returns the offset after the segment's last record.
+func (s *Segment) NextOffset() int64 { return s.next.Load() }
+
+func newSegment(dir string, base int64, opts Options) *Segment {
+	s := &Segment{dir: dir, base: base, opts: opts.withDefaults()}
+	s.size.Store(-1)
+	s.next.Store(base)
+	s.maxTS.Store(math.MinInt64)
+	s.maxTSOff.Store(-1)
+	return s
+}
+
+// Create creates a new, empty, active segment. It fails if its .log exists.
+func Create(dir string, base int64, opts Options) (*Segment, error) {
+	s := newSegment(dir, base, opts)
+	f, err := s.opts.FS.OpenFile(s.LogPath(), os.O_RDWR|os.O_CREATE|os.O_EXCL, s.opts.FileMode)
+	if err != nil {
+		return nil, fmt.Errorf("segment: create: %w", err)
+	}
+	_ = f.Close()
+	// Leftover index files of a segment that was removed are stale.
+	_ = s.opts.FS.Remove(s.path(IndexSuffix))
+	_ = s.opts.FS.Remove(s.path(TimeIndexSuffix))
+	s.writable = true
+	s.size.Store(0)
+	return s, nil
+}
+
+// Open returns a sealed segment without touching the disk: its files are
+// opened on first use. next is the offset after its last record, which the
+// caller knows from the next segment's base offset.
+func Open(dir string, base, next int64, opts Options) *Segment {
+	s := newSegment(dir, base, opts)
+	s.next.Store(next)
+	return s
+}
+
+// OpenActive opens the last segment of a log for appending after a clean
+// shutdown: it finds the end by scanning batch headers forward from the
+// last index entry, which reads at most one index interval. A segment whose
+// tail does not scan cleanly returns an error wrapping ErrCorrupt; the
+// caller then calls Recover.
+func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
+	s := newSegment(dir, base, opts)
+	s.writable = true
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	fi, err := s.log.Stat()
+	if err != nil {
+		return s, fmt.Errorf("segment: %w", err)
+	}
+	start := s.oidx.Lookup(math.MaxInt64)
+	if start.Position >= fi.Size() || s.oidx.SanityCheck(fi.Size()) != nil {
+		start = index.OffsetPosition{Offset: base, Position: 0}
+	}
+	pos, next := start.Position, start.Offset
+	for pos < fi.Size() {
+		h, err := s.readHeader(pos, fi.Size())
+		if err == nil && h.BaseOffset != next {
+			err = &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: batch base offset %d, expected %d", ErrCorrupt, h.BaseOffset, next)}
+		}
+		if err != nil {
+			return s, err
+		}
+		s.noteBatch(h)
+		s.sinceIndex += h.Size()
+		pos += int64(h.Size())
+		next = h.NextOffset()
+	}
+	s.size.Store(pos)
+	s.next.Store(next)
+	if last, ok := s.tidx.Last(); ok && last.Timestamp > s.maxTS.Load() {
+		s.maxTS.Store(last.Timestamp)
+		s.maxTSOff.Store(last.Offset)
+	}
+	return s, nil
+}
+
+// acquire makes sure the files are open and returns with s.mu held for
+// reading; the caller must RUnlock it.
+func (s *Segment) acquire() error {
+	if !s.used.Load() {
+		s.used.Store(true)
+	}
+	for {
+		s.mu.RLock()
+		switch {
+		case s.deleted:
+			s.mu.RUnlock()
+			return ErrDeleted
+		case s.closed:
+			s.mu.RUnlock()
+			return ErrClosed
+		case s.log != nil:
+			return nil
+		}
+		s.mu.RUnlock()
+		s.mu.Lock()
+		err := s.openFilesLocked()
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Segment) openFilesLocked() error {
+	if s.log != nil || s.deleted || s.closed {
+		return nil
+	}
+	if s.opts.Budget != nil {
+		s.opts.Budget.admit(s)
+	}
+	err := s.openFiles()
+	if err != nil && s.opts.Budget != nil {
+		s.opts.Budget.release(s)
+	}
+	return err
+}
+
+func (s *Segment) openFiles() error {
+	flag := os.O_RDONLY
+	if s.writable {
+		flag = os.O_RDWR
+	}
+	f, err := s.opts.FS.OpenFile(s.LogPath(), flag, s.opts.FileMode)
+	if err != nil {
+		return fmt.Errorf("segment: open: %w", err)
+	}
+	iopts := index.Options{FS: s.opts.FS, MaxBytes: s.opts.MaxIndexBytes, Writable: s.writable, Perm: s.opts.FileMode}
+	oidx, err := index.OpenOffset(s.path(IndexSuffix), s.base, iopts)
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("segment: %w", err)
+	}
+	tidx, err := index.OpenTime(s.path(TimeIndexSuffix), s.base, iopts)
+	if err != nil {
+		_ = f.Close()
+		_ = oidx.Close()
+		return fmt.Errorf("segment: %w", err)
+	}
+	if s.size.Load() < 0 {
+		fi, err := f.Stat()
+		if err != nil {
+			_, _, _ = f.Close(), oidx.Close(), tidx.Close()
+			return fmt.Errorf("segment: %w", err)
+		}
+		s.size.Store(fi.Size())
+	}
+	s.log, s.oidx, s.tidx = f, oidx, tidx
+	if !s.writable {
+		// A sealed segment's indexes are derived data written before it
+		// was sealed; check them once as they are mapped, and rebuild
+		// them from the log if they are not sane.
+		if s.oidx.SanityCheck(s.size.Load()) != nil || s.tidx.SanityCheck(s.base, s.next.Load()) != nil {
+			if err := s.rebuildSealedIndexesLocked(); err != nil {
+				return err
+			}
+		}
+		if last, ok := s.tidx.Last(); ok {
+			s.maxTS.Store(last.Timestamp)
+			s.maxTSOff.Store(last.Offset)
+		}
+	}
+	return nil
+}
+
+// closeFilesLocked closes the files; the caller holds s.mu for writing and
+// unregisters s from the budget when it is not the budget evicting s.
+func (s *Segment) closeFilesLocked() error {
+	if s.log == nil {
+		return nil
+	}
+	err := errors.Join(s.oidx.Close(), s.tidx.Close(), s.log.Close())
+	s.log, s.oidx, s.tidx = nil, nil, nil
+	return err
+}
+
+// Size returns the segment's size in bytes.
+func (s *Segment) Size() (int64, error) {
+	if n := s.size.Load(); n >= 0 {
+		return n, nil
+	}
+	fi, err := s.opts.FS.Lstat(s.LogPath())
+	if err != nil {
+		return 0, fmt.Errorf("segment: %w", err)
+	}
+	s.size.CompareAndSwap(-1, fi.Size())
+	return s.size.Load(), nil
+}
+
+// MaxTimestamp returns the largest record timestamp in the segment and the
+// base offset of the batch that holds it; ok is false for an empty segment.
+func (s *Segment) MaxTimestamp() (ts, offset int64, ok bool, err error) {
+	if s.maxTSOff.Load() < 0 && !s.writable {
+		if err := s.acquire(); err != nil {
+			return 0, 0, false, err
+		}
+		s.mu.RUnlock()
+	}
+	off := s.maxTSOff.Load()
+	return s.maxTS.Load(), off, off >= 0, nil
+}
+
+// noteBatch updates the writer's view after a batch at the end.
+func (s *Segment) noteBatch(h Header) {
+	if h.MaxTimestamp > s.maxTS.Load() || s.maxTSOff.Load() < 0 {
+		s.maxTS.Store(h.MaxTimestamp)
+		s.maxTSOff.Store(h.BaseOffset)
+	}
+}
+
+// Append writes an encoded batch, whose base offset must be NextOffset and
+// whose header h the caller has verified, at the end of the segment, and
+// adds index entries every IndexIntervalBytes. The new end is published
+// only after the bytes are written. It does not sync. On error nothing is
+// published and the file is cut back to its previous size.
+func (s *Segment) Append(batch []byte, h Header) (pos int64, err error) {
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
+	if !s.writable {
+		return 0, ErrSealed
+	}
+	if h.BaseOffset != s.next.Load() {
+		return 0, fmt.Errorf("segment: append at offset %d, next is %d", h.BaseOffset, s.next.Load())
+	}
+	pos = s.size.Load()
+	if pos+int64(len(batch)) > MaxSegmentBytes || h.NextOffset()-s.base > math.MaxUint32 {
+		return 0, ErrFull
+	}
+	index := s.sinceIndex >= s.opts.IndexIntervalBytes && pos > 0
+	if index && (s.oidx.Full() || s.tidx.Full()) {
+		return 0, ErrFull
+	}
+	if _, err := s.log.WriteAt(batch, pos); err != nil {
+		// Cut off whatever part reached the file so that the next append
+		// and a reopen see the segment as it was.
+		_ = s.log.Truncate(pos)
+		return 0, fmt.Errorf("segment: write %s at %d: %w", s.LogPath(), pos, err)
+	}
+	if index {
+		if err := s.oidx.Append(h.BaseOffset, pos); err != nil {
+			_ = s.log.Truncate(pos)
+			return 0, fmt.Errorf("segment: %w", err)
+		}
+		s.sinceIndex = 0
+	}
+	s.noteBatch(h)
+	if index {
+		if last, ok := s.tidx.Last(); !ok || s.maxTS.Load() > last.Timestamp {
+			if off := s.maxTSOff.Load(); !ok || off > last.Offset {
+				if err := s.tidx.Append(s.maxTS.Load(), off); err != nil {
+					_ = s.oidx.TruncateTo(h.BaseOffset)
+					_ = s.log.Truncate(pos)
+					return 0, fmt.Errorf("segment: %w", err)
+				}
+			}
+		}
+	}
+	s.sinceIndex += len(batch)
+	s.size.Store(pos + int64(len(batch)))
+	s.next.Store(h.NextOffset())
+	return pos, nil
+}
+
+// Sync flushes the .log and both indexes to stable storage.
+func (s *Segment) Sync() error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	if err := s.log.Sync(); err != nil {
+		return fmt.Errorf("segment: fsync %s: %w", s.LogPath(), err)
+	}
+	if s.writable {
+		if err := errors.Join(s.oidx.Sync(), s.tidx.Sync()); err != nil {
+			return fmt.Errorf("segment: %w", err)
+		}
+	}
+	return nil
+}
+
+// Seal makes an active segment read-only: a final time-index entry for its
+// largest timestamp, then both indexes trimmed to their used length.
+func (s *Segment) Seal() error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.writable {
+		return nil
+	}
+	if s.log == nil {
+		if err := s.openFilesLocked(); err != nil {
+			return err
+		}
+	}
+	if err := s.appendFinalTimeEntryLocked(); err != nil {
+		return err
+	}
+	if err := errors.Join(s.oidx.Seal(), s.tidx.Seal()); err != nil {
+		return fmt.Errorf("segment: seal: %w", err)
+	}
+	s.writable = false
+	return nil
+}
+
+func (s *Segment) appendFinalTimeEntryLocked() error {
+	off := s.maxTSOff.Load()
+	if off < 0 {
+		return nil
+	}
+	last, ok := s.tidx.Last()
+	if ok && (s.maxTS.Load() <= last.Timestamp || off <= last.Offset) {
+		return nil
+	}
+	if err := s.tidx.Append(s.maxTS.Load(), off); err != nil && !errors.Is(err, index.ErrFull) {
+		return fmt.Errorf("segment: %w", err)
+	}
+	return nil
+}
+
+// readHeader reads and checks the batch header at pos of a log of size
+// bytes, and that the whole batch lies within it.
+func (s *Segment) readHeader(pos, size int64) (Header, error) {
+	var buf [HeaderSize]byte
+	if size-pos < HeaderSize {
+		return Header{}, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: %d bytes left, less than a batch header", ErrCorrupt, size-pos)}
+	}
+	if _, err := s.log.ReadAt(buf[:], pos); err != nil {
+		return Header{}, fmt.Errorf("segment: read %s at %d: %w", s.LogPath(), pos, err)
+	}
+	h, err := ParseHeader(buf[:], s.opts.Limits)
+	if err != nil {
+		return h, &CorruptError{File: s.LogPath(), Pos: pos, Err: err}
+	}
+	if pos+int64(h.Size()) > size {
+		return h, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: batch of %d bytes runs past the end of the file (%d)", ErrCorrupt, h.Size(), size)}
+	}
+	return h, nil
+}
+
+// Find returns the position and header of the batch that holds offset: an
+// index lookup, then a forward scan of batch headers. It returns io.EOF
+// when offset is at or past NextOffset.
+func (s *Segment) Find(offset int64) (int64, Header, error) {
+	if err := s.acquire(); err != nil {
+		return 0, Header{}, err
+	}
+	defer s.mu.RUnlock()
+	return s.findLocked(offset)
+}
+
+func (s *Segment) findLocked(offset int64) (int64, Header, error) {
+	size := s.size.Load()
+	if offset >= s.next.Load() {
+		return size, Header{}, io.EOF
+	}
+	start := s.oidx.Lookup(offset)
+	pos := start.Position
+	for pos < size {
+		h, err := s.readHeader(pos, size)
+		if err != nil {
+			return pos, h, err
+		}
+		if h.LastOffset() >= offset {
+			return pos, h, nil
+		}
+		pos += int64(h.Size())
+	}
+	return size, Header{}, io.EOF
+}
+
+// FindTime returns the position and header of the first batch whose max
+// timestamp is at or after ts, and io.EOF when there is none.
+func (s *Segment) FindTime(ts int64) (int64, Header, error) {
+	if err := s.acquire(); err != nil {
+		return 0, Header{}, err
+	}
+	defer s.mu.RUnlock()
+	// Entries with a timestamp below ts say that every record up to their
+	// offset is older than ts: start after the last of them.
+	from := s.base
+	if ts > math.MinInt64 {
+		if e, ok := s.tidx.Lookup(ts - 1); ok {
+			from = e.Offset
+		}
+	}
+	size := s.size.Load()
+	pos, h, err := s.findLocked(from)
+	for err == nil {
+		if h.MaxTimestamp >= ts {
+			return pos, h, nil
+		}
+		pos += int64(h.Size())
+		if pos >= size {
+			return pos, Header{}, io.EOF
+		}
+		h, err = s.readHeader(pos, size)
+	}
+	return pos, h, err
+}
+
+// ReadAt reads len(p) bytes at pos of the .log, which must lie within the
+// published size.
+func (s *Segment) ReadAt(p []byte, pos int64) (int, error) {
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
+	if pos < 0 || pos+int64(len(p)) > s.size.Load() {
+		return 0, fmt.Errorf("segment: read of %d bytes at %d past the end (%d) of %s: %w", len(p), pos, s.size.Load(), s.LogPath(), io.EOF)
+	}
+	return s.log.ReadAt(p, pos)
+}
+
+// Region pins the segment's open .log for a zero-copy read: fn gets the
+// file, and the segment cannot be closed, truncated or deleted until fn
+// returns.
+func (s *Segment) Region(fn func(f vfs.File, size int64) error) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	return fn(s.log, s.size.Load())
+}
+
+// TruncateTo removes every batch with a record at or after offset, with
+// their index entries. When offset falls inside a batch the whole batch
+// goes: the new NextOffset is its base offset. It returns the new
+// NextOffset.
+func (s *Segment) TruncateTo(offset int64) (int64, error) {
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.log == nil {
+		if err := s.openFilesLocked(); err != nil {
+			return 0, err
+		}
+	}
+	if offset >= s.next.Load() {
+		return s.next.Load(), nil
+	}
+	if !s.writable {
+		if err := s.reopenWritableLocked(); err != nil {
+			return 0, err
+		}
+	}
+	pos, h, err := s.findLocked(max(offset, s.base))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	newNext := s.base
+	if err == nil {
+		newNext = h.BaseOffset
+	}
+	if err := s.cutLocked(pos, newNext); err != nil {
+		return 0, err
+	}
+	return newNext, nil
+}
+
+// cutLocked truncates the log at pos, whose first batch starts at newNext,
+// drops index entries at and after it, and recomputes the writer state.
+func (s *Segment) cutLocked(pos, newNext int64) error {
+	if err := s.log.Truncate(pos); err != nil {
+		return fmt.Errorf("segment: truncate %s to %d: %w", s.LogPath(), pos, err)
+	}
+	if err := errors.Join(s.oidx.TruncateTo(newNext), s.tidx.TruncateTo(newNext)); err != nil {
+		return fmt.Errorf("segment: %w", err)
+	}
+	s.size.Store(pos)
+	s.next.Store(newNext)
+	return s.rescanWriterStateLocked()
+}
+
+// rescanWriterStateLocked recomputes the max timestamp and the bytes since
+// the last index entry by scanning from the last index entry.
+func (s *Segment) rescanWriterStateLocked() error {
+	s.maxTS.Store(math.MinInt64)
+	s.maxTSOff.Store(-1)
+	if last, ok := s.tidx.Last(); ok {
+		s.maxTS.Store(last.Timestamp)
+		s.maxTSOff.Store(last.Offset)
+	}
+	start := s.oidx.Lookup(math.MaxInt64)
+	size := s.size.Load()
+	s.sinceIndex = 0
+	for pos := start.Position; pos < size; {
+		h, err := s.readHeader(pos, size)
+		if err != nil {
+			return err
+		}
+		s.noteBatch(h)
+		s.sinceIndex += h.Size()
+		pos += int64(h.Size())
+	}
+	return nil
+}
+
+func (s *Segment) reopenWritableLocked() error {
+	if s.log != nil {
+		if err := s.closeFilesLocked(); err != nil {
+			return err
+		}
+		if s.opts.Budget != nil {
+			s.opts.Budget.release(s)
+		}
+	}
+	s.writable = true
+	return s.openFilesLocked()
+}
+
+// rebuildSealedIndexesLocked rebuilds a sealed segment's indexes from its
+// .log, which is trusted (it is below the recovery point).
+func (s *Segment) rebuildSealedIndexesLocked() error {
+	if err := s.reopenWritableLocked(); err != nil {
+		return err
+	}
+	if _, err := s.recoverLocked(); err != nil {
+		return err
+	}
+	if err := s.appendFinalTimeEntryLocked(); err != nil {
+		return err
+	}
+	if err := errors.Join(s.oidx.Seal(), s.tidx.Seal()); err != nil {
+		return fmt.Errorf("segment: seal: %w", err)
+	}
+	s.writable = false
+	return nil
+}
+
+// Recover rescans the whole .log: it validates every batch (header,
+// checksum, offsets following on from the segment's base), rebuilds both
+// indexes, and cuts the file at the first invalid batch. It returns how
+// many bytes were cut. The segment is left writable (active); Seal it if
+// it is not the last.
+func (s *Segment) Recover() (truncated int64, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deleted {
+		return 0, ErrDeleted
+	}
+	if err := s.reopenWritableLocked(); err != nil {
+		return 0, err
+	}
+	return s.recoverLocked()
+}
+
+func (s *Segment) recoverLocked() (int64, error) {
+	fi, err := s.log.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("segment: %w", err)
+	}
+	fileSize := fi.Size()
+	if err := errors.Join(s.oidx.Reset(), s.tidx.Reset()); err != nil {
+		return 0, fmt.Errorf("segment: %w", err)
+	}
+	s.maxTS.Store(math.MinInt64)
+	s.maxTSOff.Store(-1)
+	s.sinceIndex = 0
+	s.size.Store(0)
+	s.next.Store(s.base)
+
+	const chunk = 1 << 20
+	buf := make([]byte, 0, chunk)
+	var bufPos int64 // file position of buf[0]
+	pos, next := int64(0), s.base
+	for pos < fileSize {
+		// Make sure buf holds the header, then the whole batch.
+		need := int64(HeaderSize)
+		var h Header
+		var herr error
+		for {
+			if pos+need > bufPos+int64(len(buf)) {
+				n := max(need, min(chunk, fileSize-pos))
+				if n > int64(cap(buf)) {
+					buf = make([]byte, 0, n)
+				}
+				if pos+n > fileSize {
+					n = fileSize - pos
+				}
+				buf = buf[:n]
+				if _, err := s.log.ReadAt(buf, pos); err != nil {
+					return 0, fmt.Errorf("segment: read %s at %d: %w", s.LogPath(), pos, err)
+				}
+				bufPos = pos
+				if int64(len(buf)) < need {
+					herr = fmt.Errorf("%w: %d bytes left, need %d", ErrCorrupt, len(buf), need)
+					break
+				}
+			}
+			b := buf[pos-bufPos:]
+			if need == HeaderSize {
+				h, herr = ParseHeader(b, s.opts.Limits)
+				if herr != nil {
+					break
+				}
+				need = int64(h.Size())
+				continue
+			}
+			_, herr = Verify(b[:need], s.opts.Limits)
+			break
+		}
+		if herr == nil && h.BaseOffset != next {
+			herr = fmt.Errorf("%w: batch base offset %d, expected %d", ErrCorrupt, h.BaseOffset, next)
+		}
+		if herr == nil && h.NextOffset()-s.base > math.MaxUint32 {
+			herr = fmt.Errorf("%w: offset %d too far from the segment base %d", ErrCorrupt, h.LastOffset(), s.base)
+		}
+		if herr != nil {
+			break
+		}
+		if s.sinceIndex >= s.opts.IndexIntervalBytes && pos > 0 {
+			if err := s.oidx.Append(h.BaseOffset, pos); err != nil && !errors.Is(err, index.ErrFull) {
+				return 0, fmt.Errorf("segment: rebuild index: %w", err)
+			}
+			s.noteBatch(h)
+			if last, ok := s.tidx.Last(); !ok || (s.maxTS.Load() > last.Timestamp && s.maxTSOff.Load() > last.Offset) {
+				if err := s.tidx.Append(s.maxTS.Load(), s.maxTSOff.Load()); err != nil && !errors.Is(err, index.ErrFull) {
+					return 0, fmt.Errorf("segment: rebuild time index: %w", err)
+				}
+			}
+			s.sinceIndex = 0
+		}
+		s.noteBatch(h)
+		s.sinceIndex += h.Size()
+		pos += int64(h.Size())
+		next = h.NextOffset()
+	}
+	cut := fileSize - pos
+	if cut > 0 {
+		if err := s.log.Truncate(pos); err != nil {
+			return 0, fmt.Errorf("segment: truncate %s to %d: %w", s.LogPath(), pos, err)
+		}
+	}
+	s.size.Store(pos)
+	s.next.Store(next)
+	return cut, nil
+}
+
+// Close closes the files (trimming a writable index). The segment cannot
+// be used afterwards.
+func (s *Segment) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	err := s.closeFilesLocked()
+	if s.opts.Budget != nil {
+		s.opts.Budget.release(s)
+	}
+	return err
+}
+
+// Delete waits for readers to finish, closes the files and removes them.
+// Later calls on the segment return ErrDeleted.
+func (s *Segment) Delete() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deleted {
+		return nil
+	}
+	s.deleted = true
+	_ = s.closeFilesLocked()
+	if s.opts.Budget != nil {
+		s.opts.Budget.release(s)
+	}
+	var errs []error
+	for _, suffix := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+		if err := s.opts.FS.Remove(s.path(suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("segment: delete: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,489 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/segment"
+)
+
+// Record is one record to append or one record read. Timestamps are
+// milliseconds since the Unix epoch.
+type Record = segment.Record
+
+// AppendResult says which offsets an append was given.
+type AppendResult struct {
+	FirstOffset int64
+	LastOffset  int64
+}
+
+var batchPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// Append builds one batch of recs (compressed with Options.Compression)
+// and appends it. A record with a zero Timestamp gets the current time.
+// It syncs as Options.Sync says.
+func (l *Log) Append(recs ...Record) (AppendResult, error) {
+	if len(recs) == 0 {
+		return AppendResult{}, fmt.Errorf("%w: no records", ErrInvalidBatch)
+	}
+	var now int64
+	for i := range recs {
+		if recs[i].Timestamp == 0 {
+			if now == 0 {
+				now = l.opts.Now().UnixMilli()
+			}
+			recs[i].Timestamp = now
+		}
+	}
+	bp := batchPool.Get().(*[]byte)
+	defer batchPool.Put(bp)
+	b, err := segment.AppendBatch((*bp)[:0], recs, segment.EncodeOptions{Codec: l.opts.Compression})
+	*bp = b[:0]
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+	}
+	h, err := segment.Verify(b, l.opts.Limits)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+	}
+	return l.append(b, h)
+}
+
+// AppendBatch appends a batch that a producer encoded (see
+// segment.AppendBatch). It validates the batch's checksum, limits and,
+// unless Options.SkipRecordValidation, its records; assigns offsets by
+// patching the batch's base offset in place (the caller's slice is
+// modified); and writes its bytes unchanged otherwise. It syncs as
+// Options.Sync says.
+func (l *Log) AppendBatch(batch []byte) (AppendResult, error) {
+	var h segment.Header
+	var err error
+	if l.opts.SkipRecordValidation {
+		h, err = segment.Verify(batch, l.opts.Limits)
+	} else {
+		h, err = segment.ValidateRecords(batch, l.opts.Limits)
+	}
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+	}
+	return l.append(batch, h)
+}
+
+func (l *Log) append(batch []byte, h segment.Header) (AppendResult, error) {
+	l.writeMu.Lock()
+	res, err := l.appendLocked(batch, h)
+	if err != nil {
+		l.writeMu.Unlock()
+		return res, err
+	}
+	switch l.opts.Sync {
+	case SyncAlways:
+		l.writeMu.Unlock()
+		return res, l.syncTo(res.LastOffset + 1)
+	case SyncEveryN:
+		l.sinceSync += int(h.RecordCount)
+		if l.sinceSync >= l.opts.SyncEveryRecords {
+			l.sinceSync = 0
+			l.writeMu.Unlock()
+			return res, l.syncTo(res.LastOffset + 1)
+		}
+	}
+	l.writeMu.Unlock()
+	return res, nil
+}
+
+func (l *Log) checkWritableLocked() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if err := l.failure(); err != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, err)
+	}
+	return nil
+}
+
+func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error) {
+	if err := l.checkWritableLocked(); err != nil {
+		return AppendResult{}, err
+	}
+	active := l.active()
+	if l.shouldRollLocked(active, len(batch)) {
+		if err := l.rollLocked(); err != nil {
+			return AppendResult{}, err
+		}
+		active = l.active()
+	}
+	base := l.end.Load()
+	segment.SetBaseOffset(batch, base)
+	h.BaseOffset = base
+	_, err := active.Append(batch, h)
+	if errors.Is(err, segment.ErrFull) {
+		if err := l.rollLocked(); err != nil {
+			return AppendResult{}, err
+		}
+		active = l.active()
+		_, err = active.Append(batch, h)
+	}
+	if err != nil {
+		return AppendResult{}, l.writeError(err)
+	}
+	if l.activeSince.IsZero() {
+		l.activeSince = l.opts.Now()
+	}
+	l.end.Store(h.NextOffset())
+	l.wakeWaiters()
+	return AppendResult{FirstOffset: base, LastOffset: h.LastOffset()}, nil
+}
+
+// writeError classifies a write error: a full disk wraps ErrDiskFull.
+func (l *Log) writeError(err error) error {
+	if vfs.IsNoSpace(err) {
+		return fmt.Errorf("storage: append to %s: %w: %w", l.dir, ErrDiskFull, err)
+	}
+	return fmt.Errorf("storage: append to %s: %w", l.dir, err)
+}
+
+func (l *Log) shouldRollLocked(active *segment.Segment, n int) bool {
+	size, err := active.Size()
+	if err != nil || size == 0 {
+		return false
+	}
+	if size+int64(n) > l.opts.SegmentBytes {
+		return true
+	}
+	return l.opts.SegmentAge > 0 && !l.activeSince.IsZero() && l.opts.Now().Sub(l.activeSince) >= l.opts.SegmentAge
+}
+
+// rollLocked fsyncs and seals the active segment and starts a new one at
+// the end offset, then checkpoints the recovery point.
+func (l *Log) rollLocked() error {
+	old := l.active()
+	end := l.end.Load()
+	if err := old.Sync(); err != nil {
+		return l.fail(err)
+	}
+	if err := old.Seal(); err != nil {
+		return l.writeError(err)
+	}
+	seg, err := segment.Create(l.dir, end, l.opts.segmentOptions())
+	if err != nil {
+		return l.writeError(err)
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		_ = seg.Delete()
+		return l.fail(err)
+	}
+	segs := append(l.segments(), seg)
+	l.publish(segs)
+	l.activeSince = time.Time{}
+	l.raiseFlushed(end)
+	return l.checkpoint()
+}
+
+// Roll closes the active segment and starts a new one, if the active
+// segment holds anything.
+func (l *Log) Roll() error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return err
+	}
+	if size, _ := l.active().Size(); size == 0 {
+		return nil
+	}
+	return l.rollLocked()
+}
+
+func (l *Log) raiseFlushed(v int64) {
+	for {
+		cur := l.flushed.Load()
+		if v <= cur || l.flushed.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+func (l *Log) failure() error {
+	if p := l.failedErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail records an fsync failure: the log refuses writes from now on.
+func (l *Log) fail(err error) error {
+	err = fmt.Errorf("storage: fsync in %s: %w", l.dir, err)
+	l.failedErr.CompareAndSwap(nil, &err)
+	if vfs.IsNoSpace(err) {
+		return fmt.Errorf("%w: %w: %w", ErrFailed, ErrDiskFull, err)
+	}
+	return fmt.Errorf("%w: %w", ErrFailed, err)
+}
+
+// Sync fsyncs everything appended so far and checkpoints the recovery
+// point.
+func (l *Log) Sync() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if err := l.syncTo(l.end.Load()); err != nil {
+		return err
+	}
+	return l.checkpoint()
+}
+
+// syncTo returns once every offset below target is fsynced. Concurrent
+// callers share fsyncs: while one runs, the others wait, and the next one
+// covers everything appended meanwhile (group commit).
+func (l *Log) syncTo(target int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	for l.flushed.Load() < target {
+		if err := l.failure(); err != nil {
+			return fmt.Errorf("%w: %w", ErrFailed, err)
+		}
+		if l.syncing {
+			l.syncCond.Wait()
+			continue
+		}
+		l.syncing = true
+		l.syncMu.Unlock()
+		err := l.syncOnce()
+		l.syncMu.Lock()
+		l.syncing = false
+		l.syncCond.Broadcast()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncOnce fsyncs the segments that hold unflushed offsets. Only the
+// goroutine that set l.syncing calls it.
+func (l *Log) syncOnce() error {
+	end := l.end.Load()
+	flushed := l.flushed.Load()
+	segs := l.segments()
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].Base() <= flushed {
+			continue // wholly flushed
+		}
+		if err := s.Sync(); err != nil {
+			if errors.Is(err, segment.ErrDeleted) {
+				continue
+			}
+			return l.fail(err)
+		}
+	}
+	l.raiseFlushed(end)
+	return nil
+}
+
+// flushLocked fsyncs everything; the caller holds writeMu.
+func (l *Log) flushLocked() error {
+	return l.syncTo(l.end.Load())
+}
+
+// checkpoint writes the flushed offset to recovery-point if it moved.
+func (l *Log) checkpoint() error {
+	l.ckptMu.Lock()
+	defer l.ckptMu.Unlock()
+	return l.checkpointCkptLocked()
+}
+
+func (l *Log) checkpointCkptLocked() error {
+	v := l.flushed.Load()
+	if v == l.checkpointed {
+		return nil
+	}
+	if err := writeCheckpoint(l.opts.FS, l.dir, recoveryPointFile, v, l.opts.FileMode); err != nil {
+		return err
+	}
+	l.checkpointed = v
+	return nil
+}
+
+// checkpointLocked is checkpoint for callers that hold writeMu.
+func (l *Log) checkpointLocked() error { return l.checkpoint() }
+
+func (l *Log) syncDirAndCheckpointLocked(v int64) error {
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return err
+	}
+	l.flushed.Store(v)
+	return l.checkpoint()
+}
+
+func (l *Log) flushLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.flushIfDirty()
+		}
+	}
+}
+
+// flushIfDirty fsyncs and checkpoints when there is unflushed data. The
+// interval flusher calls it; errors stay recorded in the log (fail).
+func (l *Log) flushIfDirty() {
+	if l.closed.Load() || l.failure() != nil {
+		return
+	}
+	if end := l.end.Load(); l.flushed.Load() < end {
+		if l.syncTo(end) == nil {
+			_ = l.checkpoint()
+		}
+	}
+}
+
+// Truncate removes every record at and after offset, indexes included (a
+// replica following a new leader). When offset falls inside a batch the
+// whole batch goes, and EndOffset becomes that batch's base offset (as in
+// Kafka). The result is fsynced and checkpointed before Truncate returns.
+// A reader in the middle of a removed region finishes its read or gets
+// ErrOffsetOutOfRange. Truncating at or past EndOffset does nothing.
+func (l *Log) Truncate(offset int64) error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return err
+	}
+	if offset >= l.end.Load() {
+		return nil
+	}
+	if offset < l.start.Load() {
+		return fmt.Errorf("%w: truncate to %d below the start offset %d", ErrOffsetOutOfRange, offset, l.start.Load())
+	}
+	// Keep group commits out while the end moves backwards.
+	l.syncMu.Lock()
+	for l.syncing {
+		l.syncCond.Wait()
+	}
+	l.syncing = true
+	l.syncMu.Unlock()
+	defer func() {
+		l.syncMu.Lock()
+		l.syncing = false
+		l.syncCond.Broadcast()
+		l.syncMu.Unlock()
+	}()
+
+	segs := l.segments()
+	i := segmentIndex(segs, offset)
+	seg := segs[i]
+	newEnd, err := seg.TruncateTo(offset)
+	if err != nil {
+		return l.writeError(err)
+	}
+	l.end.Store(newEnd)
+	l.publish(segs[:i+1])
+	var errs []error
+	for _, s := range segs[i+1:] {
+		errs = append(errs, s.Delete())
+	}
+	if err := seg.Sync(); err != nil {
+		return l.fail(err)
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	if newEnd < l.start.Load() {
+		l.start.Store(newEnd)
+	}
+	if l.flushed.Load() > newEnd {
+		l.flushed.Store(newEnd)
+	}
+	l.sinceSync = 0
+	l.activeSince = time.Time{}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("storage: truncate %s: %w", l.dir, err)
+	}
+	return l.checkpoint()
+}
+
+// segmentIndex returns the index of the last segment whose base is at or
+// below offset (0 when offset is below them all).
+func segmentIndex(segs []*segment.Segment, offset int64) int {
+	lo, hi := 0, len(segs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if segs[m].Base() <= offset {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return max(lo-1, 0)
+}
+
+// DeleteResult says what DeleteSegmentsBefore removed.
+type DeleteResult struct {
+	Segments int
+	Bytes    int64
+	// StartOffset is the log's start offset afterwards.
+	StartOffset int64
+}
+
+// DeleteSegmentsBefore deletes the oldest segments whose records are all
+// below offset, never the active segment. It first advances StartOffset
+// to the base of the first segment kept, durably (log-start-offset), and
+// only then removes files, so a crash in between leaves no hole: Open
+// finishes the deletion. Readers in a deleted segment finish their read or
+// get ErrOffsetOutOfRange. A segment whose files cannot be removed is
+// retried by the next call.
+func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed.Load() {
+		return DeleteResult{}, ErrClosed
+	}
+	segs := l.segments()
+	n := 0
+	for n < len(segs)-1 && segs[n].NextOffset() <= offset && segs[n+1].Base() <= offset {
+		n++
+	}
+	res := DeleteResult{StartOffset: l.start.Load()}
+	var errs []error
+	if n > 0 {
+		newStart := segs[n].Base()
+		if newStart > l.start.Load() {
+			if err := writeCheckpoint(l.opts.FS, l.dir, logStartOffsetFile, newStart, l.opts.FileMode); err != nil {
+				return res, fmt.Errorf("storage: advance start offset of %s: %w", l.dir, err)
+			}
+			l.start.Store(newStart)
+			res.StartOffset = newStart
+		}
+		l.publish(segs[n:])
+		l.pendingDelete = append(l.pendingDelete, segs[:n]...)
+	}
+	var failed []*segment.Segment
+	for _, s := range l.pendingDelete {
+		size, _ := s.Size()
+		if err := s.Delete(); err != nil {
+			errs = append(errs, err)
+			failed = append(failed, s)
+			continue
+		}
+		res.Segments++
+		res.Bytes += size
+	}
+	l.pendingDelete = failed
+	if res.Segments > 0 {
+		if err := l.opts.FS.SyncDir(l.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return res, fmt.Errorf("storage: delete segments of %s: %w", l.dir, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,55 @@
+// Package storage owns the partition Log (the ordered segments of one
+// partition: append, read, roll, recover, truncate, flush, tail) and the
+// Store (many topics and partitions under one root directory).
+//
+// # Layout
+//
+//	<root>/
+//	  <topic>-<partition>/
+//	    00000000000000000000.log        batches (see package segment)
+//	    00000000000000000000.index      sparse offset index
+//	    00000000000000000000.timeindex  sparse time index
+//	    recovery-point                  offsets below it are known flushed
+//	    log-start-offset                the first readable offset
+//	    .clean-shutdown                 present only after a clean Close
+//
+// The clean-shutdown marker lives in each partition directory rather than
+// once at the root: a Store opens partitions lazily and closes them
+// independently, so cleanliness is a property of each log. The marker is
+// removed (and the removal made durable) before a log starts loading, so a
+// crash during loading or recovery counts as unclean on the next open.
+//
+// # Offsets and reads
+//
+// Offsets are dense. StartOffset is the first readable offset and EndOffset
+// the next to be assigned. A read at exactly EndOffset returns nothing and
+// no error (the reader is caught up; Wait is how it waits for more); below
+// StartOffset or beyond EndOffset it is ErrOffsetOutOfRange. Reads return
+// whole batches, so the first batch may begin before the requested offset
+// (as in Kafka); Reader skips those records.
+//
+// # Concurrency
+//
+// One writer at a time (Append, AppendBatch, Truncate, DeleteSegmentsBefore
+// and Close serialize on the writer lock) and any number of readers. Readers
+// take no log-wide lock: they load the segment list and the end offset
+// atomically. The end offset is published after the batch bytes and index
+// entries are written, so a reader never sees half a batch.
+//
+// # Durability
+//
+// Options.Sync chooses when data is fsynced: never (the OS writes it back),
+// every N records, every interval (a background goroutine), or on every
+// append, where concurrent appenders share one fsync (group commit). A
+// segment is always fsynced when it rolls. The recovery-point file is
+// written (atomically: temp file, fsync, rename, directory fsync) on roll,
+// Sync and Close; it may lag the flushed offset, which only means a longer
+// rescan after a crash. After a crash, Open rescans only segments from the
+// one holding the recovery point, validates every batch, rebuilds their
+// indexes, and truncates at the first invalid batch, deleting any later
+// segments. Data flushed before the crash is never lost.
+//
+// After a failed fsync the log refuses further writes (ErrFailed) until it
+// is reopened: the kernel may have dropped the dirty pages, so nothing
+// after the last successful fsync may be presented as durable.
+package storage

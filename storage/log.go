@@ -1,0 +1,444 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/segment"
+)
+
+// Log is one partition: an ordered list of segments, the last of which is
+// active (appended to). See the package doc for the concurrency and
+// durability rules.
+type Log struct {
+	dir  string
+	opts Options
+
+	// writeMu serializes writers: appends, rolls, truncation, deletion
+	// from the front, and Close. Helpers that need it end in Locked.
+	writeMu sync.Mutex
+	// Guarded by writeMu:
+	sinceSync    int       // records appended since the last fsync (SyncEveryN)
+	activeSince  time.Time // when the active segment got its first batch
+	pendingDelete []*segment.Segment // segments removed from the list whose files remain
+
+	// ckptMu serializes writes of recovery-point.
+	ckptMu       sync.Mutex
+	checkpointed int64 // the offset last written to recovery-point; guarded by ckptMu
+
+	// failedErr is set after an fsync error: writes refuse from then on.
+	failedErr atomic.Pointer[error]
+
+	// Published state, read without locks.
+	segs    atomic.Pointer[[]*segment.Segment] // immutable snapshot, sorted by base
+	start   atomic.Int64
+	end     atomic.Int64
+	flushed atomic.Int64 // every offset below it is fsynced
+	closed  atomic.Bool
+
+	// Tail waiters: notify is closed and replaced when the end advances
+	// and someone is waiting.
+	waiters atomic.Int64
+	notify  atomic.Pointer[chan struct{}]
+
+	// Group commit: one fsync at a time; the others wait for it.
+	syncMu   sync.Mutex // guards syncing
+	syncCond *sync.Cond
+	syncing  bool
+
+	// Background interval flusher.
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	// Open statistics, for tests and the recovery benchmark.
+	openStats OpenStats
+}
+
+// OpenStats describes what Open had to do.
+type OpenStats struct {
+	Clean            bool  // the log was closed cleanly
+	Segments         int   // segments found
+	RecoveredSegs    int   // segments rescanned
+	RecoveredBytes   int64 // bytes rescanned
+	TruncatedBytes   int64 // bytes cut at the first invalid batch
+	DeletedSegments  int   // segments deleted after the first invalid batch
+	RemovedLeftovers int   // stale temporary or orphaned index files removed
+}
+
+// Open opens (creating if needed) the partition log in dir.
+func Open(dir string, opts Options) (*Log, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, opts: opts, stop: make(chan struct{})}
+	l.syncCond = sync.NewCond(&l.syncMu)
+	ch := make(chan struct{})
+	l.notify.Store(&ch)
+	if err := l.load(); err != nil {
+		l.closeSegments()
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	if opts.Sync == SyncInterval && !opts.externalFlusher {
+		l.wg.Add(1)
+		go l.flushLoop()
+	}
+	return l, nil
+}
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// OpenStats reports what Open did (clean or not, what it rescanned).
+func (l *Log) OpenStats() OpenStats { return l.openStats }
+
+func (l *Log) load() error {
+	fsys := l.opts.FS
+	if err := fsys.MkdirAll(l.dir, l.opts.DirMode); err != nil {
+		return err
+	}
+	if fi, err := fsys.Lstat(l.dir); err != nil {
+		return err
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (symbolic links are not followed)", l.dir)
+	}
+	markerPath := filepath.Join(l.dir, cleanShutdownFile)
+	clean := false
+	if _, err := fsys.Lstat(markerPath); err == nil {
+		clean = true
+		if err := fsys.Remove(markerPath); err != nil {
+			return err
+		}
+		if err := fsys.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	l.openStats.Clean = clean
+
+	entries, err := fsys.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	var bases []int64
+	logs := map[int64]bool{}
+	var orphans []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
+			orphans = append(orphans, name)
+			continue
+		}
+		var suffix string
+		for _, s := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+			if strings.HasSuffix(name, s) {
+				suffix = s
+			}
+		}
+		if suffix == "" {
+			continue // not ours (checkpoints, marker, an operator's notes)
+		}
+		base, ok := segment.ParseFileName(name, suffix)
+		if !ok {
+			return fmt.Errorf("%w: unexpected file %s: segment files are named by 20 decimal digits", ErrCorrupt, filepath.Join(l.dir, name))
+		}
+		if e.Type()&fs.ModeSymlink != 0 || !e.Type().IsRegular() {
+			return fmt.Errorf("%w: %s is not a regular file (symbolic links are refused)", ErrCorrupt, filepath.Join(l.dir, name))
+		}
+		if suffix == segment.LogSuffix {
+			bases = append(bases, base)
+			logs[base] = true
+		}
+	}
+	// Index files without their .log are left from a deletion that a
+	// crash interrupted.
+	for _, e := range entries {
+		for _, s := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
+			if base, ok := segment.ParseFileName(e.Name(), s); ok && !logs[base] {
+				orphans = append(orphans, e.Name())
+			}
+		}
+	}
+	for _, name := range orphans {
+		if err := fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		l.openStats.RemovedLeftovers++
+	}
+	slices.Sort(bases)
+
+	startOffset, haveStart, err := readCheckpoint(fsys, l.dir, logStartOffsetFile)
+	if err != nil {
+		haveStart = false // derived from the segments below instead
+	}
+	recoveryPoint, haveRP, err := readCheckpoint(fsys, l.dir, recoveryPointFile)
+	if err != nil || !haveRP {
+		recoveryPoint, clean = 0, clean && haveRP
+	}
+
+	if len(bases) == 0 {
+		base := int64(0)
+		if haveStart {
+			base = startOffset
+		}
+		seg, err := segment.Create(l.dir, base, l.opts.segmentOptions())
+		if err != nil {
+			return err
+		}
+		l.publish([]*segment.Segment{seg})
+		l.start.Store(base)
+		l.end.Store(base)
+		l.flushed.Store(base)
+		l.checkpointed = -1
+		l.activeSince = l.opts.Now()
+		return l.syncDirAndCheckpointLocked(base)
+	}
+
+	// Segments wholly below the start offset are left from a deletion
+	// that a crash interrupted after the start offset was advanced.
+	if haveStart {
+		for len(bases) > 1 && bases[1] <= startOffset {
+			if err := segment.Open(l.dir, bases[0], bases[1], l.opts.segmentOptions()).Delete(); err != nil {
+				return err
+			}
+			bases = bases[1:]
+		}
+	}
+	l.openStats.Segments = len(bases)
+
+	segs := make([]*segment.Segment, len(bases))
+	for i := 0; i < len(bases)-1; i++ {
+		segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
+	}
+	last := len(bases) - 1
+	if clean {
+		active, err := segment.OpenActive(l.dir, bases[last], l.opts.segmentOptions())
+		if err != nil {
+			if active == nil {
+				return err
+			}
+			// A clean marker over a damaged tail: recover it.
+			_ = active.Close()
+			clean = false
+			l.openStats.Clean = false
+		} else {
+			segs[last] = active
+		}
+	}
+	if !clean {
+		if err := l.recover(segs, bases, recoveryPoint); err != nil {
+			return err
+		}
+		segs = *l.segs.Load()
+	}
+	l.publish(segs)
+	active := segs[len(segs)-1]
+	end := active.NextOffset()
+	start := segs[0].Base()
+	if haveStart && startOffset > start && startOffset <= end {
+		start = startOffset
+	}
+	l.start.Store(start)
+	l.end.Store(end)
+	l.activeSince = l.opts.Now()
+	if clean {
+		l.flushed.Store(min(max(recoveryPoint, start), end))
+		l.checkpointed = recoveryPoint
+	} else {
+		l.flushed.Store(end)
+		l.checkpointed = -1
+		return l.checkpointLocked()
+	}
+	return nil
+}
+
+// recover rescans the segments from the one holding the recovery point,
+// cutting at the first invalid batch and deleting the segments after it.
+// Everything recovered is fsynced before it returns.
+func (l *Log) recover(segs []*segment.Segment, bases []int64, recoveryPoint int64) error {
+	first := 0
+	for i, b := range bases {
+		if b <= recoveryPoint {
+			first = i
+		}
+	}
+	for i := first; i < len(bases); i++ {
+		seg := segment.Open(l.dir, bases[i], bases[i], l.opts.segmentOptions())
+		cut, err := seg.Recover()
+		if err != nil {
+			return err
+		}
+		size, _ := seg.Size()
+		l.openStats.RecoveredSegs++
+		l.openStats.RecoveredBytes += size + cut
+		l.openStats.TruncatedBytes += cut
+		segs[i] = seg
+		lastSeg := i == len(bases)-1
+		if !lastSeg && seg.NextOffset() != bases[i+1] {
+			// The log is cut here: later segments do not follow on.
+			for j := i + 1; j < len(bases); j++ {
+				if err := segment.Open(l.dir, bases[j], bases[j], l.opts.segmentOptions()).Delete(); err != nil {
+					return err
+				}
+				l.openStats.DeletedSegments++
+			}
+			segs = segs[:i+1]
+			lastSeg = true
+		}
+		if err := seg.Sync(); err != nil {
+			return err
+		}
+		if !lastSeg {
+			if err := seg.Seal(); err != nil {
+				return err
+			}
+		}
+		if lastSeg {
+			break
+		}
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return err
+	}
+	l.publish(segs)
+	return nil
+}
+
+func (l *Log) publish(segs []*segment.Segment) {
+	s := slices.Clone(segs)
+	l.segs.Store(&s)
+}
+
+func (l *Log) segments() []*segment.Segment { return *l.segs.Load() }
+
+func (l *Log) active() *segment.Segment {
+	s := l.segments()
+	return s[len(s)-1]
+}
+
+// StartOffset returns the first readable offset.
+func (l *Log) StartOffset() int64 { return l.start.Load() }
+
+// EndOffset returns the offset the next record will get.
+func (l *Log) EndOffset() int64 { return l.end.Load() }
+
+// FlushedOffset returns the offset below which every record is fsynced.
+func (l *Log) FlushedOffset() int64 { return l.flushed.Load() }
+
+// SegmentInfo describes one segment.
+type SegmentInfo struct {
+	BaseOffset   int64  // first offset
+	NextOffset   int64  // offset after the last record
+	Size         int64  // bytes of the .log
+	MaxTimestamp int64  // largest record timestamp (ms); -1 when empty
+	Active       bool   // the segment appended to
+	Path         string // the .log file
+}
+
+// Segments lists the log's segments, oldest first. MaxTimestamp of a
+// sealed segment comes from its time index, which this opens if needed.
+func (l *Log) Segments() ([]SegmentInfo, error) {
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	segs := l.segments()
+	out := make([]SegmentInfo, 0, len(segs))
+	for i, s := range segs {
+		size, err := s.Size()
+		if err != nil {
+			return nil, err
+		}
+		ts, _, ok, err := s.MaxTimestamp()
+		if errors.Is(err, segment.ErrDeleted) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			ts = -1
+		}
+		out = append(out, SegmentInfo{BaseOffset: s.Base(), NextOffset: s.NextOffset(), Size: size, MaxTimestamp: ts, Active: i == len(segs)-1, Path: s.LogPath()})
+	}
+	return out, nil
+}
+
+// Stats is a summary of a log.
+type Stats struct {
+	StartOffset   int64
+	EndOffset     int64
+	FlushedOffset int64
+	Segments      int
+	Size          int64 // bytes of all .log files
+}
+
+// Stats returns a summary of the log.
+func (l *Log) Stats() (Stats, error) {
+	if l.closed.Load() {
+		return Stats{}, ErrClosed
+	}
+	segs := l.segments()
+	st := Stats{StartOffset: l.StartOffset(), EndOffset: l.EndOffset(), FlushedOffset: l.FlushedOffset(), Segments: len(segs)}
+	for _, s := range segs {
+		n, err := s.Size()
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return st, err
+		}
+		st.Size += n
+	}
+	return st, nil
+}
+
+// Close flushes the log, writes the recovery point and the clean-shutdown
+// marker, stops the background flusher and closes the files. Later calls
+// return ErrClosed; Close itself is idempotent.
+func (l *Log) Close() error {
+	l.writeMu.Lock()
+	if l.closed.Swap(true) {
+		l.writeMu.Unlock()
+		return nil
+	}
+	close(l.stop)
+	l.writeMu.Unlock()
+	l.wg.Wait()
+	l.wakeWaiters()
+
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	var err error
+	if l.failure() == nil {
+		err = l.flushLocked()
+		if err == nil {
+			err = l.checkpointLocked()
+		}
+	}
+	// Closing a segment trims its index files to their used length.
+	err = errors.Join(err, l.closeSegments())
+	if err == nil && l.failure() == nil {
+		err = vfs.WriteFileAtomic(l.opts.FS, filepath.Join(l.dir, cleanShutdownFile), nil, l.opts.FileMode)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: close %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+func (l *Log) closeSegments() error {
+	p := l.segs.Load()
+	if p == nil {
+		return nil
+	}
+	var errs []error
+	for _, s := range *p {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}

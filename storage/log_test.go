@@ -1,0 +1,310 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seglog/seglog/segment"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// small makes segments roll often.
+func small() Options {
+	return Options{SegmentBytes: 4096, IndexIntervalBytes: 256, MaxIndexBytes: 1024}
+}
+
+func val(off int64) []byte { return []byte(fmt.Sprintf("value-%06d", off)) }
+
+// fill appends n records in batches of per, each value naming its offset.
+func fill(t testing.TB, l *Log, n, per int) {
+	t.Helper()
+	for i := 0; i < n; i += per {
+		var recs []Record
+		for j := 0; j < per && i+j < n; j++ {
+			off := l.EndOffset() + int64(j)
+			recs = append(recs, Record{Timestamp: 1_000_000 + off, Key: []byte("k"), Value: val(off)})
+		}
+		res, err := l.Append(recs...)
+		require.NoError(t, err)
+		require.Equal(t, res.LastOffset-res.FirstOffset+1, int64(len(recs)))
+	}
+}
+
+// readAll reads every record from offset to the end and checks its value.
+func readAll(t testing.TB, l *Log, from int64) int64 {
+	t.Helper()
+	r := l.NewReader(from)
+	want := from
+	for r.Next() {
+		rec := r.Record()
+		require.Equal(t, want, rec.Offset)
+		require.Equal(t, string(val(want)), string(rec.Value))
+		want++
+	}
+	require.NoError(t, r.Err())
+	return want
+}
+
+func TestAppendReadAcrossRolls(t *testing.T) {
+	l, err := Open(t.TempDir(), small())
+	require.NoError(t, err)
+	defer l.Close()
+	fill(t, l, 2000, 7)
+	segs, err := l.Segments()
+	require.NoError(t, err)
+	require.Greater(t, len(segs), 10, "segments rolled")
+	assert.Equal(t, int64(2000), readAll(t, l, 0))
+	for i := 1; i < len(segs); i++ {
+		assert.Equal(t, segs[i-1].NextOffset, segs[i].BaseOffset)
+	}
+	// Reads at every segment boundary.
+	for _, s := range segs {
+		for _, off := range []int64{s.BaseOffset, s.NextOffset - 1} {
+			if off < 0 || off >= 2000 {
+				continue
+			}
+			b, err := l.Read(off, 1)
+			require.NoError(t, err)
+			h, err := segment.ParseHeader(b, segment.DefaultLimits)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, h.BaseOffset, off)
+			assert.GreaterOrEqual(t, h.LastOffset(), off)
+			assert.Equal(t, h.Size(), len(b), "one whole batch when maxBytes is small")
+		}
+	}
+}
+
+func TestReadBoundaries(t *testing.T) {
+	l, err := Open(t.TempDir(), small())
+	require.NoError(t, err)
+	defer l.Close()
+	b, err := l.Read(0, 100)
+	require.NoError(t, err)
+	assert.Empty(t, b, "an empty log read at its end")
+	fill(t, l, 100, 10)
+	b, err = l.Read(100, 100)
+	require.NoError(t, err)
+	assert.Empty(t, b, "read at EndOffset: nothing, no error")
+	_, err = l.Read(101, 100)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+	_, err = l.Read(-1, 100)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+	b, err = l.Read(55, 1<<20)
+	require.NoError(t, err)
+	var it segment.RecordIter
+	require.NoError(t, it.Reset(b[:mustHeader(t, b).Size()], segment.DefaultLimits))
+	require.True(t, it.Next())
+	assert.Equal(t, int64(50), it.Record().Offset, "reads start at the batch that holds the offset")
+}
+
+func mustHeader(t testing.TB, b []byte) segment.Header {
+	h, err := segment.ParseHeader(b, segment.DefaultLimits)
+	require.NoError(t, err)
+	return h
+}
+
+func TestWaitWakesAndCancels(t *testing.T) {
+	l, err := Open(t.TempDir(), small())
+	require.NoError(t, err)
+	defer l.Close()
+	done := make(chan error, 1)
+	go func() { done <- l.Wait(context.Background(), 0) }()
+	select {
+	case <-done:
+		t.Fatal("Wait returned before an append")
+	case <-time.After(20 * time.Millisecond):
+	}
+	fill(t, l, 1, 1)
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not wake on append")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- l.Wait(ctx, 1) }()
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+	go func() { done <- l.Wait(context.Background(), 5) }()
+	time.Sleep(10 * time.Millisecond)
+	require.NoError(t, l.Close())
+	assert.ErrorIs(t, <-done, ErrClosed)
+}
+
+func TestTruncateThenAppend(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, small())
+	require.NoError(t, err)
+	fill(t, l, 1000, 1)
+	require.NoError(t, l.Truncate(400))
+	assert.Equal(t, int64(400), l.EndOffset())
+	_, err = l.Read(401, 10)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+	fill(t, l, 100, 3)
+	assert.Equal(t, int64(500), readAll(t, l, 0))
+	require.NoError(t, l.Close())
+	l, err = Open(dir, small())
+	require.NoError(t, err)
+	defer l.Close()
+	assert.Equal(t, int64(500), l.EndOffset())
+	assert.Equal(t, int64(500), readAll(t, l, 0))
+}
+
+func TestCleanReopenDoesNotRescan(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, small())
+	require.NoError(t, err)
+	fill(t, l, 3000, 5)
+	require.NoError(t, l.Close())
+	l, err = Open(dir, small())
+	require.NoError(t, err)
+	defer l.Close()
+	st := l.OpenStats()
+	assert.True(t, st.Clean)
+	assert.Zero(t, st.RecoveredSegs)
+	assert.Equal(t, int64(3000), l.EndOffset())
+	assert.Equal(t, int64(3000), readAll(t, l, 0))
+}
+
+// copyDir copies a log directory as it is now: the state a crash leaves
+// (without fsync the copy may hold more than the disk would, never less).
+func copyDir(t testing.TB, src, dst string) {
+	require.NoError(t, os.MkdirAll(dst, 0o750))
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dst, e.Name()), b, 0o640))
+	}
+}
+
+func TestUncleanReopenRescansOnlyPastRecoveryPoint(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, small())
+	require.NoError(t, err)
+	fill(t, l, 3000, 5)
+	segs, _ := l.Segments()
+	crashed := filepath.Join(t.TempDir(), "crashed")
+	copyDir(t, dir, crashed)
+	require.NoError(t, l.Close())
+
+	r, err := Open(crashed, small())
+	require.NoError(t, err)
+	defer r.Close()
+	st := r.OpenStats()
+	assert.False(t, st.Clean)
+	assert.Equal(t, 1, st.RecoveredSegs, "only the active segment is past the recovery point (segments before it were flushed at roll) of %d", len(segs))
+	assert.Equal(t, int64(3000), r.EndOffset())
+	assert.Equal(t, int64(3000), readAll(t, r, 0))
+}
+
+func TestOffsetForTime(t *testing.T) {
+	l, err := Open(t.TempDir(), small())
+	require.NoError(t, err)
+	defer l.Close()
+	fill(t, l, 1000, 4) // record o has timestamp 1e6+o
+	for _, tc := range []struct{ ts, want int64 }{{0, 0}, {1_000_000, 0}, {1_000_001, 1}, {1_000_500, 500}, {1_000_999, 999}, {1_001_000, 1000}} {
+		got, err := l.OffsetForTime(tc.ts)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, got, "ts %d", tc.ts)
+	}
+}
+
+func TestRegionWriteTo(t *testing.T) {
+	l, err := Open(t.TempDir(), small())
+	require.NoError(t, err)
+	defer l.Close()
+	fill(t, l, 300, 3)
+	want, err := l.Read(30, 2000)
+	require.NoError(t, err)
+	reg, err := l.ReadRegion(30, 2000)
+	require.NoError(t, err)
+	assert.Equal(t, int64(len(want)), reg.Length)
+
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, reg)
+	require.NoError(t, err)
+	assert.Equal(t, int64(len(want)), n)
+	assert.Equal(t, want, buf.Bytes())
+
+	// Over a TCP socket the bytes go with sendfile.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		b, _ := io.ReadAll(c)
+		c.Close()
+		got <- b
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	n, err = io.Copy(conn, reg)
+	require.NoError(t, err)
+	assert.Zero(t, n, "a region is consumed once")
+	reg, err = l.ReadRegion(30, 2000)
+	require.NoError(t, err)
+	n, err = io.Copy(conn, reg)
+	require.NoError(t, err)
+	assert.Equal(t, int64(len(want)), n)
+	require.NoError(t, conn.Close())
+	assert.Equal(t, want, <-got)
+
+	end, err := l.ReadRegion(300, 100)
+	require.NoError(t, err)
+	assert.Zero(t, end.Length)
+}
+
+func TestGroupCommitConcurrentAppends(t *testing.T) {
+	dir := t.TempDir()
+	opts := small()
+	opts.Sync = SyncAlways
+	opts.SegmentBytes = 1 << 20
+	l, err := Open(dir, opts)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				res, err := l.Append(Record{Value: []byte("x")})
+				if !assert.NoError(t, err) {
+					return
+				}
+				assert.GreaterOrEqual(t, l.FlushedOffset(), res.LastOffset+1, "an acknowledged append is flushed")
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, int64(400), l.EndOffset())
+	require.NoError(t, l.Close())
+}
+
+func TestClosedLog(t *testing.T) {
+	l, err := Open(t.TempDir(), small())
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	require.NoError(t, l.Close())
+	_, err = l.Append(Record{Value: []byte("x")})
+	assert.ErrorIs(t, err, ErrClosed)
+	_, err = l.Read(0, 10)
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.True(t, errors.Is(l.Truncate(0), ErrClosed))
+}

@@ -1,0 +1,177 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/segment"
+)
+
+// SyncPolicy says when appended data is fsynced.
+type SyncPolicy int
+
+const (
+	// SyncNever leaves writing back to the OS; segments are still
+	// fsynced when they roll and on Sync and Close.
+	SyncNever SyncPolicy = iota
+	// SyncEveryN fsyncs after every Options.SyncEveryRecords records.
+	SyncEveryN
+	// SyncInterval fsyncs every Options.SyncInterval from a background
+	// goroutine.
+	SyncInterval
+	// SyncAlways fsyncs before an append returns. Concurrent appenders
+	// share one fsync (group commit).
+	SyncAlways
+)
+
+var syncNames = map[SyncPolicy]string{SyncNever: "never", SyncEveryN: "every-n", SyncInterval: "interval", SyncAlways: "always"}
+
+// String returns the policy's name.
+func (p SyncPolicy) String() string {
+	if n, ok := syncNames[p]; ok {
+		return n
+	}
+	return fmt.Sprintf("SyncPolicy(%d)", int(p))
+}
+
+// ParseSyncPolicy parses never, every-n, interval or always.
+func ParseSyncPolicy(s string) (SyncPolicy, error) {
+	for p, n := range syncNames {
+		if n == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("storage: unknown sync policy %q (want never, every-n, interval or always)", s)
+}
+
+// Defaults.
+const (
+	DefaultSegmentBytes  = 1 << 30
+	DefaultSyncInterval  = time.Second
+	DefaultSyncEveryN    = 10000
+	DefaultReadBytes     = 1 << 20
+	minSegmentBytes      = segment.HeaderSize + 1
+	recoveryPointFile    = "recovery-point"
+	logStartOffsetFile   = "log-start-offset"
+	cleanShutdownFile    = ".clean-shutdown"
+	checkpointFileLimit  = 4096
+	DefaultMaxRecordSize = 0
+)
+
+// Options configure a Log. The zero value is usable: every field has a
+// default.
+type Options struct {
+	// FS is the filesystem; nil means the os package.
+	FS vfs.FS
+	// SegmentBytes rolls the active segment when a batch would take it
+	// past this size. Default 1 GiB; at most segment.MaxSegmentBytes.
+	SegmentBytes int64
+	// SegmentAge rolls the active segment when its first batch is older
+	// than this (by the wall clock). Zero: no age roll.
+	SegmentAge time.Duration
+	// IndexIntervalBytes is the log data between index entries (4096).
+	IndexIntervalBytes int
+	// MaxIndexBytes is the capacity of each index file (10 MiB). A full
+	// index rolls the segment.
+	MaxIndexBytes int
+	// Limits bound the batches the log accepts and decodes.
+	Limits segment.Limits
+	// Compression is the codec Append uses to build batches.
+	Compression segment.Codec
+	// Sync is the durability policy (default SyncNever).
+	Sync SyncPolicy
+	// SyncEveryRecords is N for SyncEveryN (default 10000).
+	SyncEveryRecords int
+	// SyncInterval is the period for SyncInterval (default 1s).
+	SyncInterval time.Duration
+	// SkipRecordValidation makes AppendBatch check only the header and
+	// checksum of a producer's batch, not decode its records. Leave it
+	// off unless producers are trusted.
+	SkipRecordValidation bool
+	// FileMode and DirMode are the permissions of what the log creates
+	// (0640 and 0750).
+	FileMode, DirMode os.FileMode
+	// Budget caps open files across logs; nil means no cap. A Store
+	// shares one budget among all its logs.
+	Budget *segment.Budget
+	// Now is the clock (time.Now by default).
+	Now func() time.Time
+
+	// externalFlusher: a Store drives interval syncs for its logs.
+	externalFlusher bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.SegmentBytes <= 0 {
+		o.SegmentBytes = DefaultSegmentBytes
+	}
+	if o.IndexIntervalBytes <= 0 {
+		o.IndexIntervalBytes = segment.DefaultIndexIntervalBytes
+	}
+	if o.MaxIndexBytes <= 0 {
+		o.MaxIndexBytes = index.DefaultMaxBytes
+	}
+	if o.Limits.MaxBatchBytes <= 0 {
+		o.Limits.MaxBatchBytes = segment.DefaultMaxBatchBytes
+	}
+	if o.Limits.MaxRecordsBytes <= 0 {
+		o.Limits.MaxRecordsBytes = segment.DefaultMaxRecordsBytes
+	}
+	if o.SyncEveryRecords <= 0 {
+		o.SyncEveryRecords = DefaultSyncEveryN
+	}
+	if o.SyncInterval <= 0 {
+		o.SyncInterval = DefaultSyncInterval
+	}
+	if o.FileMode == 0 {
+		o.FileMode = vfs.DefaultFileMode
+	}
+	if o.DirMode == 0 {
+		o.DirMode = vfs.DefaultDirMode
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.SegmentBytes < minSegmentBytes || o.SegmentBytes > segment.MaxSegmentBytes {
+		errs = append(errs, fmt.Errorf("SegmentBytes %d outside [%d, %d]", o.SegmentBytes, minSegmentBytes, int64(segment.MaxSegmentBytes)))
+	}
+	if o.MaxIndexBytes < index.TimeEntrySize*2 {
+		errs = append(errs, fmt.Errorf("MaxIndexBytes %d too small", o.MaxIndexBytes))
+	}
+	if o.Compression > segment.CodecS2 {
+		errs = append(errs, fmt.Errorf("unknown compression codec %d", o.Compression))
+	}
+	if o.Sync < SyncNever || o.Sync > SyncAlways {
+		errs = append(errs, fmt.Errorf("unknown sync policy %d", o.Sync))
+	}
+	if o.SegmentAge < 0 {
+		errs = append(errs, fmt.Errorf("negative SegmentAge"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return nil
+}
+
+func (o Options) segmentOptions() segment.Options {
+	return segment.Options{
+		FS:                 o.FS,
+		IndexIntervalBytes: o.IndexIntervalBytes,
+		MaxIndexBytes:      o.MaxIndexBytes,
+		Limits:             o.Limits,
+		FileMode:           o.FileMode,
+		Budget:             o.Budget,
+	}
+}

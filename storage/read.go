@@ -1,0 +1,261 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/seglog/seglog/segment"
+)
+
+// wakeWaiters wakes every goroutine in Wait; cheap when there are none.
+func (l *Log) wakeWaiters() {
+	if l.waiters.Load() == 0 {
+		return
+	}
+	ch := make(chan struct{})
+	old := l.notify.Swap(&ch)
+	close(*old)
+}
+
+// Wait blocks until the log holds a record at offset (EndOffset > offset),
+// the context is done, or the log is closed (ErrClosed). It does not poll:
+// appends wake it. A broker's long-poll fetch calls it with a deadline.
+func (l *Log) Wait(ctx context.Context, offset int64) error {
+	l.waiters.Add(1)
+	defer l.waiters.Add(-1)
+	for {
+		ch := *l.notify.Load()
+		if l.end.Load() > offset {
+			return nil
+		}
+		if l.closed.Load() {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// errCaughtUp is what locate returns for a read at the end.
+var errCaughtUp = errors.New("caught up")
+
+// locate finds the segment, position and header of the batch holding
+// offset, for a read bounded by limit (exclusive).
+func (l *Log) locate(offset, limit int64) (*segment.Segment, int64, segment.Header, error) {
+	for attempt := 0; ; attempt++ {
+		if l.closed.Load() {
+			return nil, 0, segment.Header{}, ErrClosed
+		}
+		start, end := l.start.Load(), l.end.Load()
+		if offset < start || offset > end {
+			return nil, 0, segment.Header{}, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, start, end)
+		}
+		if offset >= min(end, limit) {
+			return nil, 0, segment.Header{}, errCaughtUp
+		}
+		segs := l.segments()
+		seg := segs[segmentIndex(segs, offset)]
+		pos, h, err := seg.Find(offset)
+		if err == nil {
+			return seg, pos, h, nil
+		}
+		// The segment list changed under us (a roll, a deletion, a
+		// truncation): look again; the range check above decides.
+		retry := errors.Is(err, segment.ErrDeleted) || errors.Is(err, segment.ErrClosed) || errors.Is(err, io.EOF)
+		if !retry || attempt >= 100 {
+			return nil, 0, segment.Header{}, fmt.Errorf("storage: read %s at offset %d: %w", l.dir, offset, err)
+		}
+	}
+}
+
+// Read returns whole batches starting with the one that holds offset, at
+// most maxBytes in all but always at least one whole batch, all from one
+// segment. The first batch may begin before offset. At EndOffset it
+// returns nothing and no error; below StartOffset or beyond EndOffset it
+// returns ErrOffsetOutOfRange.
+func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
+	return l.ReadInto(nil, offset, maxBytes)
+}
+
+// ReadInto is Read appending to dst[:0], to reuse a buffer.
+func (l *Log) ReadInto(dst []byte, offset int64, maxBytes int) ([]byte, error) {
+	return l.readBounded(dst, offset, maxBytes, math.MaxInt64)
+}
+
+func (l *Log) readBounded(dst []byte, offset int64, maxBytes int, limit int64) ([]byte, error) {
+	for attempt := 0; ; attempt++ {
+		seg, pos, h, err := l.locate(offset, limit)
+		if err == errCaughtUp {
+			return dst[:0], nil
+		}
+		if err != nil {
+			return dst[:0], err
+		}
+		size, err := seg.Size()
+		if err != nil {
+			return dst[:0], err
+		}
+		n := int64(max(maxBytes, h.Size()))
+		n = min(n, size-pos)
+		if n < int64(h.Size()) {
+			n = int64(h.Size())
+		}
+		if int64(cap(dst)) < n {
+			dst = make([]byte, n)
+		}
+		buf := dst[:n]
+		if _, err := seg.ReadAt(buf, pos); err != nil {
+			if (errors.Is(err, segment.ErrDeleted) || errors.Is(err, io.EOF)) && attempt < 100 {
+				continue // deleted or truncated meanwhile: look again
+			}
+			return dst[:0], fmt.Errorf("storage: read %s at offset %d: %w", l.dir, offset, err)
+		}
+		// Keep whole batches below the limit.
+		p := 0
+		for p+segment.HeaderSize <= len(buf) {
+			bh, err := segment.ParseHeader(buf[p:], l.opts.Limits)
+			if err != nil {
+				return dst[:0], &segment.CorruptError{File: seg.LogPath(), Pos: pos + int64(p), Err: err}
+			}
+			if bh.BaseOffset >= limit || p+bh.Size() > len(buf) {
+				break
+			}
+			p += bh.Size()
+		}
+		return buf[:p], nil
+	}
+}
+
+// Reader reads records in order from an offset, across batches and
+// segments:
+//
+//	r := log.NewReader(offset)
+//	for r.Next() {
+//		rec := r.Record()
+//	}
+//	if err := r.Err(); err != nil { ... }
+//
+// Next returns false at the end of the log with a nil Err: call Wait and
+// then Next again to follow the log. A Record and its slices are valid
+// until the next call to Next. A Reader is not safe for concurrent use.
+type Reader struct {
+	l        *Log
+	next     int64
+	limit    func() int64
+	maxBytes int
+	buf      []byte
+	batches  []byte
+	it       segment.RecordIter
+	inBatch  bool
+	err      error
+}
+
+// NewReader returns a Reader positioned at offset.
+func (l *Log) NewReader(offset int64) *Reader {
+	return &Reader{l: l, next: offset, maxBytes: DefaultReadBytes}
+}
+
+// Offset returns the offset of the next record Next will return.
+func (r *Reader) Offset() int64 { return r.next }
+
+// Record returns the current record.
+func (r *Reader) Record() *Record { return r.it.Record() }
+
+// Err returns the error that stopped Next, or nil at the end of the log.
+func (r *Reader) Err() error { return r.err }
+
+// Next advances to the next record.
+func (r *Reader) Next() bool {
+	if r.err != nil {
+		return false
+	}
+	for {
+		if r.inBatch {
+			for r.it.Next() {
+				rec := r.it.Record()
+				if rec.Offset < r.next {
+					continue
+				}
+				r.next = rec.Offset + 1
+				return true
+			}
+			r.inBatch = false
+			if err := r.it.Err(); err != nil {
+				r.err = fmt.Errorf("storage: %s: %w", r.l.dir, err)
+				return false
+			}
+		}
+		if len(r.batches) >= segment.HeaderSize {
+			h, err := segment.ParseHeader(r.batches, r.l.opts.Limits)
+			if err != nil || h.Size() > len(r.batches) {
+				r.err = fmt.Errorf("storage: %s: bad batch in read buffer: %w", r.l.dir, errors.Join(err, ErrCorrupt))
+				return false
+			}
+			if err := r.it.Reset(r.batches[:h.Size()], r.l.opts.Limits); err != nil {
+				r.err = fmt.Errorf("storage: %s: batch at offset %d: %w", r.l.dir, h.BaseOffset, err)
+				return false
+			}
+			r.batches = r.batches[h.Size():]
+			r.inBatch = true
+			continue
+		}
+		limit := int64(math.MaxInt64)
+		if r.limit != nil {
+			limit = r.limit()
+		}
+		data, err := r.l.readBounded(r.buf, r.next, r.maxBytes, limit)
+		if err != nil {
+			r.err = err
+			return false
+		}
+		if len(data) == 0 {
+			return false // caught up
+		}
+		r.buf, r.batches = data, data
+	}
+}
+
+// OffsetForTime returns the first offset whose record timestamp is at or
+// after ts (milliseconds), using the time indexes. When every record is
+// older it returns EndOffset: where a consumer starts to see only newer
+// records.
+func (l *Log) OffsetForTime(ts int64) (int64, error) {
+	if l.closed.Load() {
+		return 0, ErrClosed
+	}
+	for _, seg := range l.segments() {
+		maxTS, _, ok, err := seg.MaxTimestamp()
+		if errors.Is(err, segment.ErrDeleted) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if !ok || maxTS < ts {
+			continue
+		}
+		_, h, err := seg.FindTime(ts)
+		if errors.Is(err, io.EOF) || errors.Is(err, segment.ErrDeleted) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		r := l.NewReader(max(h.BaseOffset, l.StartOffset()))
+		for r.Next() {
+			if r.Record().Timestamp >= ts {
+				return r.Record().Offset, nil
+			}
+		}
+		if r.Err() != nil && !errors.Is(r.Err(), ErrOffsetOutOfRange) {
+			return 0, r.Err()
+		}
+	}
+	return l.EndOffset(), nil
+}

@@ -1,0 +1,180 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/segment"
+)
+
+// Region is a byte range of one segment's .log holding whole batches: what
+// a broker sends to a consumer without copying it through user space.
+//
+//	reg, err := log.ReadRegion(offset, 1<<20)
+//	_, err = io.Copy(conn, reg) // sendfile(2) when conn is a socket
+type Region struct {
+	seg         *segment.Segment
+	Path        string // the .log file
+	Position    int64  // byte position in the file
+	Length      int64  // bytes; 0 when the reader is caught up
+	FirstOffset int64  // base offset of the first batch
+	NextOffset  int64  // offset after the last batch
+
+	read int64 // bytes consumed by Read or WriteTo
+}
+
+// ReadRegion is Read without the copy: it returns where the batches are.
+// The same offset rules apply; at EndOffset the Region is empty.
+func (l *Log) ReadRegion(offset int64, maxBytes int) (*Region, error) {
+	for attempt := 0; ; attempt++ {
+		seg, pos, h, err := l.locate(offset, l.end.Load())
+		if err == errCaughtUp {
+			return &Region{FirstOffset: offset, NextOffset: offset}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		reg := &Region{seg: seg, Path: seg.LogPath(), Position: pos, Length: int64(h.Size()), FirstOffset: h.BaseOffset, NextOffset: h.NextOffset()}
+		size, err := seg.Size()
+		if err != nil {
+			return nil, err
+		}
+		var hb [segment.HeaderSize]byte
+		for p := pos + reg.Length; p+segment.HeaderSize <= size; {
+			if _, err = seg.ReadAt(hb[:], p); err != nil {
+				break
+			}
+			bh, herr := segment.ParseHeader(hb[:], l.opts.Limits)
+			if herr != nil {
+				return nil, &segment.CorruptError{File: seg.LogPath(), Pos: p, Err: herr}
+			}
+			if reg.Length+int64(bh.Size()) > int64(maxBytes) || p+int64(bh.Size()) > size {
+				break
+			}
+			reg.Length += int64(bh.Size())
+			reg.NextOffset = bh.NextOffset()
+			p += int64(bh.Size())
+		}
+		if err != nil && (errors.Is(err, segment.ErrDeleted) || errors.Is(err, io.EOF)) && attempt < 100 {
+			continue
+		}
+		return reg, nil
+	}
+}
+
+// Read reads the region's bytes sequentially, so a Region is an
+// io.Reader; io.Copy uses WriteTo instead.
+func (r *Region) Read(p []byte) (int, error) {
+	if r.read >= r.Length {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), r.Length-r.read)]
+	var n int
+	err := r.seg.Region(func(f vfs.File, size int64) error {
+		if r.Position+r.Length > size {
+			return fmt.Errorf("%w: the region was truncated", ErrOffsetOutOfRange)
+		}
+		var err error
+		n, err = f.ReadAt(p, r.Position+r.read)
+		return err
+	})
+	r.read += int64(n)
+	return n, r.mapErr(err)
+}
+
+func (r *Region) mapErr(err error) error {
+	if errors.Is(err, segment.ErrDeleted) {
+		return fmt.Errorf("%w: the segment was deleted", ErrOffsetOutOfRange)
+	}
+	return err
+}
+
+// WriteTo writes the rest of the region to w. When w is a socket (a
+// syscall.Conn) the bytes go with sendfile(2), file to socket, never
+// through user space; otherwise they are copied. The segment cannot be
+// deleted or truncated while WriteTo runs; if that happened since
+// ReadRegion, WriteTo returns ErrOffsetOutOfRange and writes nothing.
+func (r *Region) WriteTo(w io.Writer) (int64, error) {
+	if r.read >= r.Length {
+		return 0, nil
+	}
+	var written int64
+	err := r.seg.Region(func(f vfs.File, size int64) error {
+		if r.Position+r.Length > size {
+			return fmt.Errorf("%w: the region was truncated", ErrOffsetOutOfRange)
+		}
+		pos, length := r.Position+r.read, r.Length-r.read
+		if sc, ok := w.(syscall.Conn); ok && f.OSFile() != nil {
+			n, err, handled := sendfile(sc, f, pos, length)
+			written += n
+			if err != nil || handled {
+				return err
+			}
+		}
+		n, err := io.Copy(w, io.NewSectionReader(f, pos+written, length-written))
+		written += n
+		return err
+	})
+	r.read += written
+	return written, r.mapErr(err)
+}
+
+// sendfile copies length bytes at pos of f to the socket with sendfile(2),
+// at an explicit offset, so concurrent readers of the same file do not
+// share a file position. handled is false when sendfile cannot be used
+// (the rest is then copied by the caller).
+func sendfile(dst syscall.Conn, f vfs.File, pos, length int64) (written int64, err error, handled bool) {
+	rc, err := dst.SyscallConn()
+	if err != nil {
+		return 0, nil, false
+	}
+	src, err := f.OSFile().SyscallConn()
+	if err != nil {
+		return 0, nil, false
+	}
+	off := pos
+	var werr error
+	unsupported := false
+	cerr := src.Control(func(sfd uintptr) {
+		err = rc.Write(func(dfd uintptr) bool {
+			for written < length {
+				n, e := syscall.Sendfile(int(dfd), int(sfd), &off, int(min(length-written, 1<<30)))
+				if n > 0 {
+					written += int64(n)
+				}
+				switch {
+				case e == syscall.EAGAIN:
+					return false // wait until the socket is writable
+				case e == syscall.EINTR:
+					continue
+				case e == syscall.EINVAL || e == syscall.ENOSYS || e == syscall.EOPNOTSUPP:
+					unsupported = true
+					return true
+				case e != nil:
+					werr = e
+					return true
+				case n == 0:
+					werr = io.ErrUnexpectedEOF
+					return true
+				}
+			}
+			return true
+		})
+	})
+	if cerr != nil {
+		return written, nil, false
+	}
+	if unsupported {
+		return written, nil, false
+	}
+	if err == nil {
+		err = werr
+	}
+	if err != nil {
+		err = fmt.Errorf("storage: sendfile: %w", err)
+	}
+	return written, err, true
+}

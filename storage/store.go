@@ -1,0 +1,449 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/seglog/seglog/segment"
+)
+
+// MaxTopicLength is the longest topic name (Kafka's limit).
+const MaxTopicLength = 249
+
+// ValidateTopic checks a topic name: 1 to 249 characters of
+// [a-zA-Z0-9._-], and not "." or "..". Names are checked before anything
+// touches the filesystem, so no name can reach outside the root.
+func ValidateTopic(name string) error {
+	if name == "" || len(name) > MaxTopicLength || name == "." || name == ".." {
+		return fmt.Errorf("%w: %q: want 1 to %d characters of [a-zA-Z0-9._-], not . or ..", ErrInvalidTopic, truncateName(name), MaxTopicLength)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q: character %q at %d is not one of [a-zA-Z0-9._-]", ErrInvalidTopic, truncateName(name), c, i)
+		}
+	}
+	return nil
+}
+
+func truncateName(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// PartitionDir returns the directory name of a partition: <topic>-<n>.
+func PartitionDir(topic string, partition int32) string {
+	return topic + "-" + strconv.Itoa(int(partition))
+}
+
+// ParsePartitionDir splits a partition directory name into topic and
+// partition; ok is false for anything else.
+func ParsePartitionDir(name string) (topic string, partition int32, ok bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return "", 0, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.Itoa(int(p)) != name[i+1:] {
+		return "", 0, false
+	}
+	if ValidateTopic(name[:i]) != nil {
+		return "", 0, false
+	}
+	return name[:i], int32(p), true
+}
+
+// StoreOptions configure a Store.
+type StoreOptions struct {
+	// Log configures every partition log. Its Budget is replaced by the
+	// store's.
+	Log Options
+	// MaxOpenFiles caps the files (and as many memory maps) that all
+	// partitions hold open together. The default is half of the process's
+	// open-file limit, at most a third of vm.max_map_count and at least 64.
+	MaxOpenFiles int
+}
+
+// Store is many topics and partitions under one root directory. Partition
+// logs are opened on first use; their files are closed when idle, so that
+// the open files and maps of the whole store stay within MaxOpenFiles.
+// A Store is safe for concurrent use.
+type Store struct {
+	root   string
+	opts   StoreOptions
+	budget *segment.Budget
+
+	mu     sync.Mutex // guards topics, logs, closed
+	topics map[string]int
+	logs   map[string]*Log // by partition directory name
+	closed bool
+
+	rr   atomic.Uint64 // round-robin partitioner
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// OpenStore opens (creating if needed) the store at root.
+func OpenStore(root string, opts StoreOptions) (*Store, error) {
+	opts.Log = opts.Log.withDefaults()
+	if err := opts.Log.validate(); err != nil {
+		return nil, err
+	}
+	if opts.MaxOpenFiles <= 0 {
+		opts.MaxOpenFiles = defaultMaxOpenFiles()
+	}
+	s := &Store{root: root, opts: opts, budget: segment.NewBudget(opts.MaxOpenFiles), topics: map[string]int{}, logs: map[string]*Log{}, stop: make(chan struct{})}
+	s.opts.Log.Budget = s.budget
+	s.opts.Log.externalFlusher = true
+	fsys := opts.Log.FS
+	if err := fsys.MkdirAll(root, opts.Log.DirMode); err != nil {
+		return nil, fmt.Errorf("storage: open store: %w", err)
+	}
+	entries, err := fsys.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open store: %w", err)
+	}
+	parts := map[string][]int32{}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, ".deleted") {
+			if err := fsys.RemoveAll(filepath.Join(root, name)); err != nil {
+				return nil, fmt.Errorf("storage: finish deleting %s: %w", name, err)
+			}
+			continue
+		}
+		topic, p, ok := ParsePartitionDir(name)
+		if !ok {
+			continue // not a partition: the offsets store, a marker, notes
+		}
+		if e.Type()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("storage: open store: %w: %s is a symbolic link; partition directories must be real directories inside the root", ErrCorrupt, filepath.Join(root, name))
+		}
+		if !e.IsDir() {
+			continue
+		}
+		parts[topic] = append(parts[topic], p)
+	}
+	for topic, ps := range parts {
+		slices.Sort(ps)
+		for i, p := range ps {
+			if p != int32(i) {
+				return nil, fmt.Errorf("storage: open store: %w: topic %s has partition %d but not %d", ErrCorrupt, topic, p, i)
+			}
+		}
+		s.topics[topic] = len(ps)
+	}
+	if opts.Log.Sync == SyncInterval {
+		s.wg.Add(1)
+		go s.flushLoop()
+	}
+	return s, nil
+}
+
+func defaultMaxOpenFiles() int {
+	n := 1024
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur > 0 {
+		n = int(min(rl.Cur/2, 1<<20))
+	}
+	if b, err := os.ReadFile("/proc/sys/vm/max_map_count"); err == nil {
+		if m, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && m > 0 {
+			n = min(n, m/3)
+		}
+	}
+	return max(n, 64)
+}
+
+// Root returns the store's root directory.
+func (s *Store) Root() string { return s.root }
+
+// OpenFiles reports the files that partition segments hold open now.
+func (s *Store) OpenFiles() int { return s.budget.OpenFiles() }
+
+// CreateTopic creates a topic with the given number of partitions. Creating
+// a topic that exists with the same count does nothing; with another count
+// it is ErrTopicExists. Partition directories left by a creation that a
+// crash interrupted are completed.
+func (s *Store) CreateTopic(topic string, partitions int) error {
+	if err := ValidateTopic(topic); err != nil {
+		return err
+	}
+	if partitions < 1 || partitions > 1<<20 {
+		return fmt.Errorf("%w: %d partitions", ErrInvalidPartition, partitions)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if n, ok := s.topics[topic]; ok {
+		if n == partitions {
+			return nil
+		}
+		if n > partitions {
+			return fmt.Errorf("%w: %s has %d partitions", ErrTopicExists, topic, n)
+		}
+	}
+	fsys := s.opts.Log.FS
+	for p := 0; p < partitions; p++ {
+		if err := fsys.MkdirAll(filepath.Join(s.root, PartitionDir(topic, int32(p))), s.opts.Log.DirMode); err != nil {
+			return fmt.Errorf("storage: create topic %s: %w", topic, err)
+		}
+	}
+	if err := fsys.SyncDir(s.root); err != nil {
+		return fmt.Errorf("storage: create topic %s: %w", topic, err)
+	}
+	s.topics[topic] = partitions
+	return nil
+}
+
+// TopicInfo describes a topic.
+type TopicInfo struct {
+	Name       string
+	Partitions int
+}
+
+// Topics lists the topics, sorted by name.
+func (s *Store) Topics() []TopicInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]TopicInfo, 0, len(s.topics))
+	for name, n := range s.topics {
+		out = append(out, TopicInfo{Name: name, Partitions: n})
+	}
+	slices.SortFunc(out, func(a, b TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Partitions returns the partition count of a topic.
+func (s *Store) Partitions(topic string) (int, error) {
+	if err := ValidateTopic(topic); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.topics[topic]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+	}
+	return n, nil
+}
+
+// Log returns a partition's log, opening it on first use. The Log stays
+// valid until the store is closed or the topic deleted; do not Close it.
+func (s *Store) Log(topic string, partition int32) (*Log, error) {
+	if err := ValidateTopic(topic); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	n, ok := s.topics[topic]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+	}
+	if partition < 0 || int(partition) >= n {
+		return nil, fmt.Errorf("%w: %s has partitions 0 to %d, not %d", ErrInvalidPartition, topic, n-1, partition)
+	}
+	name := PartitionDir(topic, partition)
+	if l, ok := s.logs[name]; ok {
+		return l, nil
+	}
+	l, err := Open(filepath.Join(s.root, name), s.opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	s.logs[name] = l
+	return l, nil
+}
+
+// DeleteTopic closes a topic's logs and removes its directories. Each is
+// first renamed to a hidden name, so a crash part-way leaves either the
+// partition or nothing, and the next OpenStore finishes the removal.
+func (s *Store) DeleteTopic(topic string) error {
+	if err := ValidateTopic(topic); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	n, ok := s.topics[topic]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+	}
+	fsys := s.opts.Log.FS
+	var errs []error
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
+	for p := n - 1; p >= 0; p-- {
+		name := PartitionDir(topic, int32(p))
+		if l, ok := s.logs[name]; ok {
+			errs = append(errs, l.Close())
+			delete(s.logs, name)
+		}
+		gone := filepath.Join(s.root, "."+name+"."+stamp+".deleted")
+		if err := fsys.Rename(filepath.Join(s.root, name), gone); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, fsys.RemoveAll(gone))
+	}
+	delete(s.topics, topic)
+	errs = append(errs, fsys.SyncDir(s.root))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("storage: delete topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+// Partition chooses the partition for a record key: xxhash64 of the key
+// modulo the partition count when there is a key, round-robin when the
+// key is nil.
+func (s *Store) Partition(topic string, key []byte) (int32, error) {
+	n, err := s.Partitions(topic)
+	if err != nil {
+		return 0, err
+	}
+	return s.partitionFor(key, n), nil
+}
+
+func (s *Store) partitionFor(key []byte, n int) int32 {
+	if key == nil {
+		return int32(s.rr.Add(1) % uint64(n))
+	}
+	return int32(xxhash.Sum64(key) % uint64(n))
+}
+
+// Produced says where a produced record went.
+type Produced struct {
+	Partition int32
+	Offset    int64
+}
+
+// Produce appends records to a topic, choosing each record's partition as
+// Partition does, except that the keyless records of one call all go to
+// one partition (sticky per call, round-robin across calls), so they form
+// one batch. Records for one partition are appended as one batch. The
+// result is in the order of recs.
+func (s *Store) Produce(topic string, recs ...Record) ([]Produced, error) {
+	n, err := s.Partitions(topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Produced, len(recs))
+	sticky := int32(-1)
+	groups := map[int32][]int{}
+	var order []int32
+	for i := range recs {
+		var p int32
+		if recs[i].Key == nil {
+			if sticky < 0 {
+				sticky = s.partitionFor(nil, n)
+			}
+			p = sticky
+		} else {
+			p = s.partitionFor(recs[i].Key, n)
+		}
+		if _, ok := groups[p]; !ok {
+			order = append(order, p)
+		}
+		groups[p] = append(groups[p], i)
+	}
+	batch := make([]Record, 0, len(recs))
+	for _, p := range order {
+		l, err := s.Log(topic, p)
+		if err != nil {
+			return nil, err
+		}
+		batch = batch[:0]
+		for _, i := range groups[p] {
+			batch = append(batch, recs[i])
+		}
+		res, err := l.Append(batch...)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range groups[p] {
+			recs[i].Timestamp = batch[j].Timestamp
+			out[i] = Produced{Partition: p, Offset: res.FirstOffset + int64(j)}
+		}
+	}
+	return out, nil
+}
+
+// Sync fsyncs every open log.
+func (s *Store) Sync() error {
+	var errs []error
+	for _, l := range s.openLogs() {
+		if err := l.Sync(); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) openLogs() []*Log {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Log, 0, len(s.logs))
+	for _, l := range s.logs {
+		out = append(out, l)
+	}
+	return out
+}
+
+func (s *Store) flushLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.Log.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			for _, l := range s.openLogs() {
+				l.flushIfDirty()
+			}
+		}
+	}
+}
+
+// Close stops the background flusher and closes every open log cleanly.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.stop)
+	logs := s.logs
+	s.logs = map[string]*Log{}
+	s.mu.Unlock()
+	s.wg.Wait()
+	var errs []error
+	for _, l := range logs {
+		errs = append(errs, l.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("storage: close store: %w", err)
+	}
+	return nil
+}
+

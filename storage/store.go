@@ -446,4 +446,3 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
-

@@ -1,0 +1,167 @@
+// Package offsets is seglog's durable store of consumer-group positions: per
+// consumer group, per topic-partition, the next offset the group will read
+// (Kafka's convention) and an optional metadata string.
+//
+// It depends on nothing of seglog but internal/vfs, through which every file
+// operation goes. The retention cleaner asks it MinCommitted and Readers.
+//
+// # Model
+//
+// A group reads a set of topics. A group registers interest in a topic by
+// Subscribe, or implicitly by committing on one of its partitions. Readers
+// lists the groups with interest in a topic. MinCommitted(topic, p) is the
+// smallest committed offset over the readers of the topic, where a reader
+// with no commit on p counts as 0: a registered but idle group holds the
+// whole partition. Unsubscribe removes the interest and the group's
+// positions on that topic (it no longer holds retention there; like Kafka's
+// offset deletion for a topic). A group exists while it has interest in at
+// least one topic; DeleteGroup removes it with all its positions.
+//
+// Names (group, topic) are 1 to MaxNameBytes bytes of any content: they
+// never become paths here. Partitions and offsets are non-negative.
+// Metadata is at most Options.MaxMetadataBytes. A batch must encode to at
+// most MaxRecordBytes. Bad arguments are errors wrapping ErrInvalid.
+//
+// # Files
+//
+//	<dir>/LOCK                          flock'ed while a Store is open (ErrLocked)
+//	<dir>/snapshot                      the whole state as of generation G
+//	<dir>/journal-<G, 20 digits>        records appended since that snapshot
+//	<dir>/snapshot.tmp                  a snapshot being written; removed on open
+//
+// Open loads the snapshot (generation S, or an empty state and S = 0 when
+// there is none), deletes journals whose generation is below S (they are
+// already in the snapshot), and replays the others in generation order. The
+// last one becomes the active journal (created, as generation max(S, 1),
+// when there is none).
+//
+// # Journal file
+//
+// All integers are little-endian. A journal starts with a 16-byte header:
+//
+//	0        4        5          8                      16
+//	+--------+--------+----------+----------------------+
+//	| "SGOJ" | ver u8 | 3 zeros  | generation u64       |
+//	+--------+--------+----------+----------------------+
+//
+// The generation must equal the one in the file name. Records follow, each:
+//
+//	0                    8              12       13
+//	+--------------------+--------------+--------+----------------------+
+//	| checksum u64       | length u32   | type u8| body (length-1 bytes)|
+//	+--------------------+--------------+--------+----------------------+
+//	checksum = xxhash64 of bytes [8, 12+length): the length, type and body.
+//	1 <= length <= MaxRecordBytes.
+//
+// Bodies, by type (str = uvarint byte length, then the bytes; names are
+// 1..MaxNameBytes bytes; no trailing bytes are allowed):
+//
+//	1 commit batch:  group str | time i64 (unix ns) | n uvarint (>= 1) |
+//	                 n x ( topic str | partition u32 (<= 2^31-1) |
+//	                       offset u64 (<= 2^63-1) | metadata str )
+//	2 delete group:  group str
+//	3 subscribe:     group str | topic str
+//	4 unsubscribe:   group str | topic str
+//
+// Commit and CommitBatch both write one commit-batch record, so a batch is
+// all-or-nothing: a torn record fails its checksum and is dropped whole.
+// Entries of one record apply in order (a repeated key: the last one wins).
+// A commit registers the group's interest in each topic it names.
+//
+// # Snapshot file
+//
+// Written whole with vfs.WriteFileAtomic (temp file, fsync, rename, fsync
+// of the directory), so it is never torn; any failure to decode it is
+// corruption.
+//
+//	0        4        5          8              16            24               32
+//	+--------+--------+----------+--------------+-------------+----------------+
+//	| "SGOS" | ver u8 | 3 zeros  | generation u64| body len u64| xxhash64(body) |
+//	+--------+--------+----------+--------------+-------------+----------------+
+//	body:  ngroups uvarint | per group, names strictly increasing:
+//	         group str | ntopics uvarint (>= 1) | per topic, strictly increasing:
+//	           topic str | nparts uvarint | per partition, strictly increasing:
+//	             partition u32 | offset u64 | time i64 | metadata str
+//
+// A topic with no partitions is an interest without commits. Every count is
+// checked against the bytes that remain before anything is allocated. Every
+// uvarint must be in its shortest form and reserved bytes must be zero, so a
+// state has exactly one snapshot encoding. These layouts do not change
+// without a new version byte.
+//
+// A record or snapshot that fails to decode is a *CorruptError, naming the
+// file and the byte position, which wraps ErrCorrupt. Decoders never panic.
+//
+// # Torn tails and corruption
+//
+// When replay meets a bad record at position P (too short, a length out of
+// range, a checksum mismatch), it looks for any valid record starting after
+// P. If there is none, the bad bytes are a torn tail (an interrupted append,
+// or blocks the OS had not written): the journal is truncated to P and Open
+// succeeds. If there is one, the journal is damaged in the middle: Open fails
+// with a *CorruptError at P, unless Options.RecoverCorrupt is set, in which
+// case the state before P is kept and the journal is truncated at P (later
+// journals, which only a crash during compaction can leave, are removed). A
+// record whose checksum matches but whose body is malformed is always
+// corruption. A journal shorter than its header is an interrupted creation
+// and is rewritten.
+//
+// # Compaction
+//
+// When the journal passes Options.CompactBytes (or on Compact), the store,
+// with commits paused:
+//
+//  1. writes the buffered records to journal G;
+//  2. creates journal G+1 (header, fsync, directory fsync);
+//  3. writes the snapshot of the whole state as generation G+1 atomically;
+//  4. switches to journal G+1 and deletes journal G.
+//
+// A crash before step 3's rename leaves snapshot S <= G and journals G and
+// G+1 (empty): replay gives the state. A crash after it leaves snapshot G+1,
+// which already holds everything of journal G, so journal G is deleted
+// unread: the generation number makes the switch exact. (Replaying it anyway
+// would also converge, as every record sets absolute values - offsets,
+// interest, deletion - and the snapshot already ends with the effect of its
+// last records.) If step 2 or 3 fails, journal G+1 is removed, the store
+// keeps appending to journal G, the error is in Stats, and compaction is
+// retried when the journal has grown by another CompactBytes.
+//
+// The snapshot holds exactly one entry per (group, topic, partition): the
+// latest commit.
+//
+// # Durability and concurrency
+//
+// All methods are safe for concurrent use. Appends go, under one mutex, into
+// an in-memory buffer that is written to the journal before every fsync,
+// when it passes 64 KiB, and on Sync and Close. The in-memory state is
+// updated when the record is appended, so reads (Fetch, MinCommitted, ...)
+// may see a commit whose fsync is still in flight.
+//
+//   - SyncAlways (default): Commit returns after an fsync covering its record.
+//     Concurrent commits share fsyncs (group commit): a committer that finds
+//     no fsync in progress becomes the leader, writes the buffer and fsyncs
+//     on behalf of every record appended so far; the others wait on a
+//     condition variable for "synced up to" to pass their record's sequence
+//     number. Appends and reads go on during an fsync.
+//   - SyncInterval: a background goroutine, owned by the Store and stopped by
+//     Close, writes and fsyncs every SyncInterval. A process crash may lose
+//     the commits of the last interval (still in the user-space buffer); a
+//     machine crash likewise.
+//   - SyncNever: the journal is written when the buffer fills and fsynced
+//     only on Sync, Close and compaction. A process crash may lose buffered
+//     commits, and a machine crash may also lose what the OS had not written.
+//
+// DeleteGroup, Subscribe and Unsubscribe are durable like a commit.
+//
+// A failed write or fsync makes the store fail-stop: the state of the file
+// (and of the page cache) is then unknown, so every later write returns that
+// error; reopen to recover. Reads keep answering from memory.
+//
+// # Performance
+//
+// A commit allocates nothing in steady state (a reused encode buffer; map
+// keys and metadata strings are allocated only when new). Replay decodes in
+// place and allocates only map entries and new strings: Open of 100,000
+// positions takes about 11 ms from a snapshot and 40 ms from a journal of
+// 100,000 commit records (BenchmarkOpen100k).
+package offsets

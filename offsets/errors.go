@@ -1,0 +1,40 @@
+package offsets
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrClosed is returned by operations on a closed Store.
+	ErrClosed = errors.New("offsets: store is closed")
+	// ErrNoCommit is returned by Fetch when the group has no commit on the
+	// partition (distinct from a commit of offset 0).
+	ErrNoCommit = errors.New("offsets: no committed offset")
+	// ErrInvalid is wrapped by errors about bad arguments or options.
+	ErrInvalid = errors.New("offsets: invalid argument")
+	// ErrCorrupt is wrapped by *CorruptError.
+	ErrCorrupt = errors.New("offsets: corrupt data")
+	// ErrLocked is returned by Open when another Store holds the directory.
+	ErrLocked = errors.New("offsets: directory is locked by another store")
+)
+
+// CorruptError is a journal or snapshot that fails to decode: File is its
+// path, Pos the byte position of the bad record (journal) or of the first
+// byte that fails to decode (snapshot).
+type CorruptError struct {
+	File   string
+	Pos    int64
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("offsets: corrupt %s at byte %d: %s", e.File, e.Pos, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}

@@ -1,0 +1,429 @@
+package offsets
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// The layouts are drawn in the package doc. These constants never change
+// without a new format version.
+const (
+	journalMagic       = "SGOJ"
+	snapshotMagic      = "SGOS"
+	formatVersion      = 1
+	journalHeaderSize  = 16
+	snapshotHeaderSize = 32
+	recordHeaderSize   = 12 // checksum u64, length u32
+
+	// MaxNameBytes is the longest group or topic name.
+	MaxNameBytes = 255
+	// MaxRecordBytes is the largest journal record (type and body): it
+	// bounds a CommitBatch.
+	MaxRecordBytes = 16 << 20
+
+	// maxSnapshotBytes bounds what Open reads as a snapshot.
+	maxSnapshotBytes = 1 << 34
+
+	minEntryBytes    = 2 + 4 + 8 + 1 // topic str (>= 2), partition, offset, metadata len
+	minSnapGroup     = 2 + 1         // name, ntopics
+	minSnapTopic     = 2 + 1         // name, nparts
+	minSnapPartition = 4 + 8 + 8 + 1 // partition, offset, time, metadata len
+)
+
+// Record types.
+const (
+	recCommit      byte = 1
+	recDeleteGroup byte = 2
+	recSubscribe   byte = 3
+	recUnsubscribe byte = 4
+)
+
+// ---- encoding ----
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// beginRecord appends a record header to be filled by finishRecord, and the
+// type. It returns the record's start.
+func beginRecord(b []byte, typ byte) ([]byte, int) {
+	start := len(b)
+	return append(b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, typ), start
+}
+
+// finishRecord fills in the length and checksum of the record at start.
+func finishRecord(b []byte, start int) {
+	binary.LittleEndian.PutUint32(b[start+8:], uint32(len(b)-start-recordHeaderSize))
+	binary.LittleEndian.PutUint64(b[start:], xxhash.Sum64(b[start+8:]))
+}
+
+func appendCommitHead(b []byte, group string, now int64, n int) ([]byte, int) {
+	b, start := beginRecord(b, recCommit)
+	b = appendStr(b, group)
+	b = binary.LittleEndian.AppendUint64(b, uint64(now))
+	return binary.AppendUvarint(b, uint64(n)), start
+}
+
+func appendEntry(b []byte, topic string, partition int32, offset int64, metadata string) []byte {
+	b = appendStr(b, topic)
+	b = binary.LittleEndian.AppendUint32(b, uint32(partition))
+	b = binary.LittleEndian.AppendUint64(b, uint64(offset))
+	return appendStr(b, metadata)
+}
+
+func appendGroupTopic(b []byte, typ byte, group, topic string) []byte {
+	b, start := beginRecord(b, typ)
+	b = appendStr(b, group)
+	if typ != recDeleteGroup {
+		b = appendStr(b, topic)
+	}
+	finishRecord(b, start)
+	return b
+}
+
+func appendJournalHeader(b []byte, gen uint64) []byte {
+	b = append(b, journalMagic...)
+	b = append(b, formatVersion, 0, 0, 0)
+	return binary.LittleEndian.AppendUint64(b, gen)
+}
+
+// ---- decoding ----
+
+// decbuf decodes from a byte slice with bounds checks. The first error
+// sticks: later reads return zero values. Reasons are static strings so that
+// decoding allocates nothing.
+type decbuf struct {
+	b   []byte
+	off int
+	err string
+	at  int // offset of the first error
+}
+
+func (d *decbuf) fail(reason string) {
+	if d.err == "" {
+		d.err, d.at = reason, d.off
+	}
+}
+
+func (d *decbuf) left() int { return len(d.b) - d.off }
+
+func (d *decbuf) u8() byte {
+	if d.err != "" || d.left() < 1 {
+		d.fail("truncated")
+		return 0
+	}
+	v := d.b[d.off]
+	d.off++
+	return v
+}
+
+func (d *decbuf) u32() uint32 {
+	if d.err != "" || d.left() < 4 {
+		d.fail("truncated")
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(d.b[d.off:])
+	d.off += 4
+	return v
+}
+
+func (d *decbuf) u64() uint64 {
+	if d.err != "" || d.left() < 8 {
+		d.fail("truncated")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b[d.off:])
+	d.off += 8
+	return v
+}
+
+func (d *decbuf) uvarint() uint64 {
+	if d.err != "" {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b[d.off:])
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	if n > 1 && d.b[d.off+n-1] == 0 {
+		d.fail("varint not in its shortest form") // one encoding per value
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *decbuf) bytes(n uint64) []byte {
+	if d.err != "" {
+		return nil
+	}
+	if n > uint64(d.left()) {
+		d.fail("length beyond the end")
+		return nil
+	}
+	v := d.b[d.off : d.off+int(n)]
+	d.off += int(n)
+	return v
+}
+
+// name reads a group or topic name: 1..MaxNameBytes bytes.
+func (d *decbuf) name() []byte {
+	n := d.uvarint()
+	if d.err == "" && (n == 0 || n > MaxNameBytes) {
+		d.fail("name length out of range")
+	}
+	return d.bytes(n)
+}
+
+func (d *decbuf) str() []byte { return d.bytes(d.uvarint()) }
+
+// count reads a count of items of at least minSize bytes each, refusing one
+// that the remaining bytes cannot hold, so that it is safe as a size hint.
+func (d *decbuf) count(minSize int) int {
+	n := d.uvarint()
+	if d.err == "" && n > uint64(d.left()/minSize) {
+		d.fail("count larger than the remaining bytes")
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decbuf) partition() int32 {
+	v := d.u32()
+	if v > math.MaxInt32 {
+		d.fail("negative partition")
+	}
+	return int32(v)
+}
+
+func (d *decbuf) offset() int64 {
+	v := d.u64()
+	if v > math.MaxInt64 {
+		d.fail("negative offset")
+	}
+	return int64(v)
+}
+
+func (d *decbuf) end() {
+	if d.err == "" && d.left() != 0 {
+		d.fail("trailing bytes")
+	}
+}
+
+// ---- journal ----
+
+// checkRecordAt checks the framing and checksum of the record at off and the
+// syntax of its body. It returns the record's total size, or a reason;
+// malformed is true when the checksum matched but the body did not decode.
+func checkRecordAt(data []byte, off int) (size int, reason string, malformed bool) {
+	rest := data[off:]
+	if len(rest) < recordHeaderSize {
+		return 0, "truncated record header", false
+	}
+	n := binary.LittleEndian.Uint32(rest[8:])
+	switch {
+	case n == 0:
+		return 0, "zero record length", false
+	case n > MaxRecordBytes:
+		return 0, "record length over the maximum", false
+	case uint64(n) > uint64(len(rest)-recordHeaderSize):
+		return 0, "record extends beyond the end of the file", false
+	}
+	size = recordHeaderSize + int(n)
+	if xxhash.Sum64(rest[8:size]) != binary.LittleEndian.Uint64(rest) {
+		return 0, "checksum mismatch", false
+	}
+	if r := decodeRecord(nil, rest[recordHeaderSize:size]); r != "" {
+		return 0, "bad record: " + r, true
+	}
+	return size, "", false
+}
+
+// validRecordAfter reports whether a valid record starts anywhere in data
+// after position from.
+func validRecordAfter(data []byte, from int) bool {
+	for q := from; q+recordHeaderSize < len(data); q++ {
+		if _, r, _ := checkRecordAt(data, q); r == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// journalResult is what replayJournal found.
+type journalResult struct {
+	end     int    // length of the valid prefix (0: the header must be rewritten)
+	reason  string // corruption in the middle at end ("" if none)
+	records int
+}
+
+// replayJournal applies the valid records of a journal's content to st (nil:
+// check only). Records before a corruption are applied.
+func replayJournal(data []byte, gen uint64, st *state) journalResult {
+	if len(data) < journalHeaderSize {
+		return journalResult{end: 0} // creation interrupted: torn header
+	}
+	switch {
+	case string(data[:4]) != journalMagic:
+		return journalResult{reason: "bad journal magic"}
+	case data[4] != formatVersion:
+		return journalResult{reason: fmt.Sprintf("unsupported journal version %d", data[4])}
+	case data[5]|data[6]|data[7] != 0:
+		return journalResult{reason: "reserved header bytes not zero"}
+	case binary.LittleEndian.Uint64(data[8:]) != gen:
+		return journalResult{reason: fmt.Sprintf("journal header generation %d, file name says %d",
+			binary.LittleEndian.Uint64(data[8:]), gen)}
+	}
+	res := journalResult{end: journalHeaderSize}
+	for res.end < len(data) {
+		size, reason, malformed := checkRecordAt(data, res.end)
+		if reason != "" {
+			if malformed || validRecordAfter(data, res.end+1) {
+				res.reason = reason
+			}
+			return res
+		}
+		if st != nil {
+			decodeRecord(st, data[res.end+recordHeaderSize:res.end+size]) // checked above
+		}
+		res.records++
+		res.end += size
+	}
+	return res
+}
+
+// ---- snapshot ----
+
+func encodeSnapshot(b []byte, st *state, gen uint64) []byte {
+	b = append(b[:0], snapshotMagic...)
+	b = append(b, formatVersion, 0, 0, 0)
+	b = binary.LittleEndian.AppendUint64(b, gen)
+	b = append(b, make([]byte, 16)...) // body length and checksum, below
+	names := make([]string, 0, len(st.groups))
+	for name := range st.groups {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	var topics []string
+	var parts []int32
+	for _, gname := range names {
+		g := st.groups[gname]
+		b = appendStr(b, gname)
+		topics = topics[:0]
+		for t := range g.topics {
+			topics = append(topics, t)
+		}
+		slices.Sort(topics)
+		b = binary.AppendUvarint(b, uint64(len(topics)))
+		for _, tname := range topics {
+			t := g.topics[tname]
+			b = appendStr(b, tname)
+			parts = parts[:0]
+			for p := range t.parts {
+				parts = append(parts, p)
+			}
+			slices.Sort(parts)
+			b = binary.AppendUvarint(b, uint64(len(parts)))
+			for _, p := range parts {
+				pos := t.parts[p]
+				b = binary.LittleEndian.AppendUint32(b, uint32(p))
+				b = binary.LittleEndian.AppendUint64(b, uint64(pos.offset))
+				b = binary.LittleEndian.AppendUint64(b, uint64(pos.time))
+				b = appendStr(b, pos.metadata)
+			}
+		}
+	}
+	body := b[snapshotHeaderSize:]
+	binary.LittleEndian.PutUint64(b[16:], uint64(len(body)))
+	binary.LittleEndian.PutUint64(b[24:], xxhash.Sum64(body))
+	return b
+}
+
+// decodeSnapshot decodes a snapshot into a new state. On failure it returns
+// the byte position and the reason.
+func decodeSnapshot(data []byte) (st *state, gen uint64, pos int64, reason string) {
+	if len(data) < snapshotHeaderSize {
+		return nil, 0, 0, "shorter than the snapshot header"
+	}
+	switch {
+	case string(data[:4]) != snapshotMagic:
+		return nil, 0, 0, "bad snapshot magic"
+	case data[4] != formatVersion:
+		return nil, 0, 4, fmt.Sprintf("unsupported snapshot version %d", data[4])
+	case data[5]|data[6]|data[7] != 0:
+		return nil, 0, 5, "reserved header bytes not zero"
+	case binary.LittleEndian.Uint64(data[16:]) != uint64(len(data)-snapshotHeaderSize):
+		return nil, 0, 16, "body length does not match the file size"
+	}
+	body := data[snapshotHeaderSize:]
+	if xxhash.Sum64(body) != binary.LittleEndian.Uint64(data[24:]) {
+		return nil, 0, 24, "checksum mismatch"
+	}
+	gen = binary.LittleEndian.Uint64(data[8:])
+	d := decbuf{b: body}
+	ng := d.count(minSnapGroup)
+	st = newState(ng)
+	var prevGroup []byte
+	for range ng {
+		gname := d.name()
+		nt := d.count(minSnapTopic)
+		if d.err != "" {
+			break
+		}
+		if nt == 0 {
+			d.fail("group with no topics")
+			break
+		}
+		if prevGroup != nil && bytes.Compare(prevGroup, gname) >= 0 {
+			d.fail("group names out of order")
+			break
+		}
+		prevGroup = gname
+		g := &groupState{name: string(gname), topics: make(map[string]*topicState, nt)}
+		st.groups[g.name] = g
+		var prevTopic []byte
+		for range nt {
+			tname := d.name()
+			np := d.count(minSnapPartition)
+			if d.err != "" {
+				break
+			}
+			if prevTopic != nil && bytes.Compare(prevTopic, tname) >= 0 {
+				d.fail("topic names out of order")
+				break
+			}
+			prevTopic = tname
+			t := st.addTopic(g, tname, np)
+			prevPart := int32(-1)
+			for range np {
+				p := d.partition()
+				off := d.offset()
+				ts := int64(d.u64())
+				md := d.str()
+				if d.err != "" {
+					break
+				}
+				if p <= prevPart {
+					d.fail("partitions out of order")
+					break
+				}
+				prevPart = p
+				t.parts[p] = position{offset: off, time: ts, metadata: string(md)}
+			}
+			st.entries += len(t.parts)
+		}
+	}
+	d.end()
+	if d.err != "" {
+		return nil, 0, int64(snapshotHeaderSize + d.at), d.err
+	}
+	return st, gen, 0, ""
+}

@@ -1,0 +1,877 @@
+package offsets
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/seglog/seglog/internal/vfs"
+)
+
+// SyncPolicy says when commits are fsynced.
+type SyncPolicy int
+
+const (
+	// SyncAlways fsyncs before every write returns; concurrent writes share
+	// one fsync.
+	SyncAlways SyncPolicy = iota
+	// SyncInterval fsyncs every Options.SyncInterval in the background.
+	SyncInterval
+	// SyncNever leaves flushing to Sync, Close and compaction.
+	SyncNever
+)
+
+func (p SyncPolicy) String() string {
+	switch p {
+	case SyncAlways:
+		return "always"
+	case SyncInterval:
+		return "interval"
+	case SyncNever:
+		return "never"
+	}
+	return "SyncPolicy(" + strconv.Itoa(int(p)) + ")"
+}
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	FS               vfs.FS        // nil: vfs.Default
+	Sync             SyncPolicy    // default SyncAlways
+	SyncInterval     time.Duration // for SyncInterval; default 1s
+	CompactBytes     int64         // compact when the journal exceeds this; default 4 MiB
+	MaxMetadataBytes int           // default 4096, at most 1 MiB
+	// RecoverCorrupt makes Open keep what is before a corrupt record in the
+	// middle of a journal (and truncate there) instead of failing.
+	RecoverCorrupt bool
+	FileMode       os.FileMode // default vfs.DefaultFileMode
+	DirMode        os.FileMode // default vfs.DefaultDirMode
+}
+
+const (
+	defaultSyncInterval     = time.Second
+	defaultCompactBytes     = 4 << 20
+	defaultMaxMetadataBytes = 4096
+	maxMaxMetadataBytes     = 1 << 20
+	flushBytes              = 64 << 10
+	snapshotName            = "snapshot"
+	journalPrefix           = "journal-"
+	lockName                = "LOCK"
+)
+
+func (o *Options) defaults() error {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Sync < SyncAlways || o.Sync > SyncNever {
+		return invalidf("unknown sync policy %d", int(o.Sync))
+	}
+	if o.SyncInterval < 0 || o.CompactBytes < 0 || o.MaxMetadataBytes < 0 {
+		return invalidf("negative SyncInterval, CompactBytes or MaxMetadataBytes")
+	}
+	if o.SyncInterval == 0 {
+		o.SyncInterval = defaultSyncInterval
+	}
+	if o.CompactBytes == 0 {
+		o.CompactBytes = defaultCompactBytes
+	}
+	if o.MaxMetadataBytes == 0 {
+		o.MaxMetadataBytes = defaultMaxMetadataBytes
+	}
+	if o.MaxMetadataBytes > maxMaxMetadataBytes {
+		return invalidf("MaxMetadataBytes %d is over %d", o.MaxMetadataBytes, maxMaxMetadataBytes)
+	}
+	if o.FileMode == 0 {
+		o.FileMode = vfs.DefaultFileMode
+	}
+	if o.DirMode == 0 {
+		o.DirMode = vfs.DefaultDirMode
+	}
+	return nil
+}
+
+// Commit is one entry of a CommitBatch.
+type Commit struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Metadata  string
+}
+
+// Position is a group's committed position on a partition.
+type Position struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Metadata  string
+	Time      time.Time // when committed
+}
+
+// Stats describe a Store.
+type Stats struct {
+	Groups       int    // groups with interest in at least one topic
+	Positions    int    // committed (group, topic, partition) entries
+	Generation   uint64 // of the active journal
+	JournalBytes int64  // size of the active journal, buffered bytes included
+	Records      uint64 // journal records appended since Open
+	Syncs        uint64 // fsyncs of the journal since Open
+	Compactions  uint64 // since Open
+	// CompactErr is the last compaction failure, nil after a success.
+	CompactErr error
+	// DroppedBytes is what Open cut from journal tails (torn or, with
+	// RecoverCorrupt, corrupt).
+	DroppedBytes int64
+}
+
+// Store is a durable per-consumer-group offset store. See the package doc.
+type Store struct {
+	dir  string
+	opts Options
+	fs   vfs.FS
+	lock vfs.File
+
+	// mu guards the state, the append buffer and the fields below it.
+	mu         sync.RWMutex
+	closed     bool
+	failed     error // sticky: a journal write or fsync failed
+	st         *state
+	buf        []byte // records appended and not yet written to the journal
+	writeSeq   uint64 // records appended since Open
+	size       int64  // of the active journal, buf included
+	compactAt  int64
+	compactErr error
+	stats      Stats
+
+	// fileMu guards the journal file: every Write, Sync, Close and switch.
+	// Lock order: mu, then fileMu, then syncMu.
+	fileMu  sync.Mutex
+	journal vfs.File
+	gen     uint64
+	spare   []byte // the buffer the sync leader writes out
+	snapBuf []byte
+
+	// syncMu guards the group-commit state.
+	syncMu    sync.Mutex
+	syncCond  sync.Cond
+	syncing   bool   // a leader is writing and fsyncing
+	syncedSeq uint64 // records known durable
+
+	syncs atomic.Uint64
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+}
+
+// Open opens the store in dir, creating the directory if needed, and
+// replays its snapshot and journals.
+func Open(dir string, opts Options) (_ *Store, err error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	fs := opts.FS
+	if err := fs.MkdirAll(dir, opts.DirMode); err != nil {
+		return nil, fmt.Errorf("offsets: %w", err)
+	}
+	s := &Store{dir: dir, opts: opts, fs: fs, stop: make(chan struct{})}
+	s.syncCond.L = &s.syncMu
+	if s.lock, err = lockDir(fs, filepath.Join(dir, lockName), opts.FileMode); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			if s.journal != nil {
+				_ = s.journal.Close()
+			}
+			_ = s.lock.Close()
+		}
+	}()
+	if err := s.recover(); err != nil {
+		return nil, err
+	}
+	s.compactAt = opts.CompactBytes
+	if opts.Sync == SyncInterval {
+		s.wg.Add(1)
+		go s.syncLoop()
+	}
+	return s, nil
+}
+
+func lockDir(fs vfs.FS, path string, mode os.FileMode) (vfs.File, error) {
+	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE, mode)
+	if err != nil {
+		return nil, fmt.Errorf("offsets: %w", err)
+	}
+	if osf := f.OSFile(); osf != nil {
+		if err := syscall.Flock(int(osf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			_ = f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+			}
+			return nil, fmt.Errorf("offsets: lock %s: %w", path, err)
+		}
+	}
+	return f, nil
+}
+
+func (s *Store) path(name string) string { return filepath.Join(s.dir, name) }
+
+func journalName(gen uint64) string { return fmt.Sprintf("%s%020d", journalPrefix, gen) }
+
+// recover loads the snapshot, replays the journals and opens the active one.
+func (s *Store) recover() error {
+	_ = s.fs.Remove(s.path(snapshotName + ".tmp"))
+	entries, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("offsets: %w", err)
+	}
+	var gens []uint64
+	hasSnap := false
+	for _, e := range entries {
+		name := e.Name()
+		if name == snapshotName {
+			hasSnap = true
+		} else if rest, ok := strings.CutPrefix(name, journalPrefix); ok && len(rest) == 20 {
+			if g, err := strconv.ParseUint(rest, 10, 64); err == nil {
+				gens = append(gens, g)
+			}
+		}
+	}
+	slices.Sort(gens)
+
+	s.st = newState(0)
+	var snapGen uint64
+	if hasSnap {
+		path := s.path(snapshotName)
+		data, err := vfs.ReadFile(s.fs, path, maxSnapshotBytes)
+		if err != nil {
+			return fmt.Errorf("offsets: %w", err)
+		}
+		st, gen, pos, reason := decodeSnapshot(data)
+		if reason != "" {
+			return &CorruptError{File: path, Pos: pos, Reason: reason}
+		}
+		s.st, snapGen = st, gen
+	}
+
+	var active uint64
+	stopped := false // a corruption was recovered: later journals are dropped
+	for _, gen := range gens {
+		path := s.path(journalName(gen))
+		if gen < snapGen || stopped {
+			if err := s.fs.Remove(path); err != nil {
+				return fmt.Errorf("offsets: remove obsolete journal: %w", err)
+			}
+			continue
+		}
+		data, err := vfs.ReadFile(s.fs, path, 1<<62)
+		if err != nil {
+			return fmt.Errorf("offsets: %w", err)
+		}
+		res := replayJournal(data, gen, s.st)
+		if res.reason != "" {
+			if !s.opts.RecoverCorrupt {
+				return &CorruptError{File: path, Pos: int64(res.end), Reason: res.reason}
+			}
+			stopped = true
+		}
+		if res.end < len(data) {
+			if err := s.cutJournal(path, gen, res.end); err != nil {
+				return err
+			}
+			s.stats.DroppedBytes += int64(len(data) - res.end)
+			if res.end < journalHeaderSize {
+				res.end = journalHeaderSize
+			}
+		}
+		active, s.size = gen, int64(res.end)
+	}
+	if active == 0 {
+		active = max(snapGen, 1)
+		if err := s.cutJournal(s.path(journalName(active)), active, 0); err != nil {
+			return err
+		}
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			return fmt.Errorf("offsets: %w", err)
+		}
+		s.size = journalHeaderSize
+	}
+	f, err := s.fs.OpenFile(s.path(journalName(active)), os.O_WRONLY|os.O_APPEND, s.opts.FileMode)
+	if err != nil {
+		return fmt.Errorf("offsets: %w", err)
+	}
+	s.journal, s.gen = f, active
+	return nil
+}
+
+// cutJournal truncates (or creates) a journal to end bytes, rewriting its
+// header when end is inside it, and fsyncs it.
+func (s *Store) cutJournal(path string, gen uint64, end int) error {
+	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE, s.opts.FileMode)
+	if err != nil {
+		return fmt.Errorf("offsets: %w", err)
+	}
+	if end < journalHeaderSize {
+		end = 0
+	}
+	err = f.Truncate(int64(end))
+	if err == nil && end == 0 {
+		_, err = f.Write(appendJournalHeader(nil, gen))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("offsets: repair journal %s: %w", path, err)
+	}
+	return nil
+}
+
+func (s *Store) syncLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			_ = s.Sync() // a failure is sticky and returned by later writes
+		}
+	}
+}
+
+// Close stops the background goroutine (SyncInterval) and waits for it,
+// writes and fsyncs the journal, and releases the directory. Later calls
+// return ErrClosed.
+func (s *Store) Close() error {
+	s.stopOnce.Do(func() { close(s.stop) })
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	s.fileMu.Lock()
+	err := s.failed
+	if err == nil {
+		if err = s.flushLocked(); err == nil {
+			if err = s.journal.Sync(); err != nil {
+				err = fmt.Errorf("offsets: fsync journal: %w", err)
+			}
+		}
+	}
+	if cerr := s.journal.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("offsets: %w", cerr)
+	}
+	s.fileMu.Unlock()
+	if err == nil {
+		s.markSynced(s.writeSeq)
+	} else if s.failed == nil {
+		s.failed = err
+	}
+	s.syncMu.Lock()
+	s.syncCond.Broadcast()
+	s.syncMu.Unlock()
+	if cerr := s.lock.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("offsets: %w", cerr)
+	}
+	return err
+}
+
+// flushLocked writes the append buffer to the journal. It needs mu and
+// fileMu. A failure is sticky.
+func (s *Store) flushLocked() error {
+	if s.failed != nil {
+		return s.failed
+	}
+	if len(s.buf) == 0 {
+		return nil
+	}
+	_, err := s.journal.Write(s.buf)
+	s.buf = s.buf[:0]
+	if err != nil {
+		s.failed = fmt.Errorf("offsets: write journal: %w", err)
+		return s.failed
+	}
+	return nil
+}
+
+func (s *Store) markSynced(seq uint64) {
+	s.syncMu.Lock()
+	if seq > s.syncedSeq {
+		s.syncedSeq = seq
+	}
+	s.syncCond.Broadcast()
+	s.syncMu.Unlock()
+}
+
+// writableLocked is the check every write starts with, under mu.
+func (s *Store) writableLocked() error {
+	if s.closed {
+		return ErrClosed
+	}
+	return s.failed
+}
+
+// appendedLocked finishes the record that starts at start in buf, applies
+// it, and writes or compacts when due. It returns the record's sequence
+// number; a compaction failure is only recorded (the record is appended).
+func (s *Store) appendedLocked(start int) (uint64, error) {
+	finishRecord(s.buf, start)
+	decodeRecord(s.st, s.buf[start+recordHeaderSize:]) // encoded from checked arguments
+	s.size += int64(len(s.buf) - start)
+	s.writeSeq++
+	s.stats.Records++
+	seq := s.writeSeq
+	if len(s.buf) >= flushBytes {
+		s.fileMu.Lock()
+		err := s.flushLocked()
+		s.fileMu.Unlock()
+		if err != nil {
+			return seq, err
+		}
+	}
+	if s.size >= s.compactAt {
+		_ = s.compactLocked() // recorded in Stats; the record itself is appended
+	}
+	return seq, nil
+}
+
+// wait returns once record seq is durable, under SyncAlways.
+func (s *Store) wait(seq uint64) error {
+	if s.opts.Sync != SyncAlways {
+		return nil
+	}
+	return s.waitDurable(seq)
+}
+
+// waitDurable returns when the records up to seq are fsynced. The first
+// waiter that finds no fsync running leads: it writes the buffer and fsyncs
+// for everyone; the others wait for it (group commit).
+func (s *Store) waitDurable(seq uint64) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	for s.syncedSeq < seq {
+		if s.syncing {
+			s.syncCond.Wait()
+			continue
+		}
+		s.syncing = true
+		s.syncMu.Unlock()
+		// Let committers that are runnable (typically those the last fsync
+		// woke, committing again) append before the buffer is taken, so
+		// that this fsync covers them too instead of leaving them for the
+		// next one. With one committer this costs next to nothing.
+		runtime.Gosched()
+		target, err := s.syncOnce()
+		s.syncMu.Lock()
+		s.syncing = false
+		if err == nil && target > s.syncedSeq {
+			s.syncedSeq = target
+		}
+		s.syncCond.Broadcast()
+		if err != nil && s.syncedSeq < seq {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncOnce writes the buffer and fsyncs the journal, with appends and reads
+// going on meanwhile. It returns the sequence number it made durable.
+func (s *Store) syncOnce() (uint64, error) {
+	s.mu.Lock()
+	if err := s.writableLocked(); err != nil {
+		s.mu.Unlock()
+		return 0, err
+	}
+	s.fileMu.Lock()
+	target := s.writeSeq
+	out := s.buf
+	s.buf, s.spare = s.spare[:0], nil
+	f := s.journal
+	s.mu.Unlock()
+
+	var err error
+	if len(out) > 0 {
+		if _, err = f.Write(out); err != nil {
+			err = fmt.Errorf("offsets: write journal: %w", err)
+		}
+	}
+	if err == nil {
+		if err = f.Sync(); err != nil {
+			err = fmt.Errorf("offsets: fsync journal: %w", err)
+		}
+		s.syncs.Add(1)
+	}
+	s.spare = out[:0]
+	s.fileMu.Unlock()
+	if err != nil {
+		s.mu.Lock()
+		if s.failed == nil {
+			s.failed = err
+		}
+		s.mu.Unlock()
+	}
+	return target, err
+}
+
+// Sync writes and fsyncs everything appended so far.
+func (s *Store) Sync() error {
+	s.mu.RLock()
+	err := s.writableLocked()
+	seq := s.writeSeq
+	s.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	return s.waitDurable(seq)
+}
+
+// Compact writes a snapshot of the whole state and starts a new journal now.
+func (s *Store) Compact() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writableLocked(); err != nil {
+		return err
+	}
+	return s.compactLocked()
+}
+
+// compactLocked snapshots the state as generation gen+1 and switches to a
+// new journal; the steps and the crash argument are in the package doc.
+// Commits wait meanwhile. A failure leaves the store on the old journal.
+func (s *Store) compactLocked() (err error) {
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		return err
+	}
+	next := s.gen + 1
+	npath := s.path(journalName(next))
+	defer func() {
+		if err != nil {
+			s.compactErr = err
+			s.compactAt = s.size + s.opts.CompactBytes
+		}
+	}()
+	if err := s.cutJournal(npath, next, 0); err != nil {
+		_ = s.fs.Remove(npath)
+		return err
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		_ = s.fs.Remove(npath)
+		return fmt.Errorf("offsets: %w", err)
+	}
+	nf, err := s.fs.OpenFile(npath, os.O_WRONLY|os.O_APPEND, s.opts.FileMode)
+	if err != nil {
+		_ = s.fs.Remove(npath)
+		return fmt.Errorf("offsets: %w", err)
+	}
+	s.snapBuf = encodeSnapshot(s.snapBuf, s.st, next)
+	err = vfs.WriteFileAtomic(s.fs, s.path(snapshotName), s.snapBuf, s.opts.FileMode)
+	if cap(s.snapBuf) > 4*len(s.snapBuf)+(1<<20) {
+		s.snapBuf = nil
+	}
+	if err != nil {
+		_ = nf.Close()
+		_ = s.fs.Remove(npath)
+		return fmt.Errorf("offsets: write snapshot: %w", err)
+	}
+	old, oldGen := s.journal, s.gen
+	s.journal, s.gen, s.size = nf, next, journalHeaderSize
+	s.compactAt, s.compactErr = s.opts.CompactBytes, nil
+	s.stats.Compactions++
+	_ = old.Close()
+	_ = s.fs.Remove(s.path(journalName(oldGen))) // if it stays, Open removes it
+	s.markSynced(s.writeSeq)                     // the snapshot holds everything
+	return nil
+}
+
+func (s *Store) checkName(what, name string) error {
+	if name == "" {
+		return invalidf("empty %s name", what)
+	}
+	if len(name) > MaxNameBytes {
+		return invalidf("%s name of %d bytes, more than %d", what, len(name), MaxNameBytes)
+	}
+	return nil
+}
+
+func (s *Store) checkCommit(topic string, partition int32, offset int64, metadata string) error {
+	if err := s.checkName("topic", topic); err != nil {
+		return err
+	}
+	if partition < 0 {
+		return invalidf("negative partition %d", partition)
+	}
+	if offset < 0 {
+		return invalidf("negative offset %d", offset)
+	}
+	if len(metadata) > s.opts.MaxMetadataBytes {
+		return invalidf("metadata of %d bytes, more than %d", len(metadata), s.opts.MaxMetadataBytes)
+	}
+	return nil
+}
+
+// Commit records that group will next read offset of topic-partition, with
+// optional metadata, and registers the group's interest in the topic. It is
+// durable per Options.Sync (under SyncAlways, fsynced before it returns).
+func (s *Store) Commit(group, topic string, partition int32, offset int64, metadata string) error {
+	if err := s.checkName("group", group); err != nil {
+		return err
+	}
+	if err := s.checkCommit(topic, partition, offset, metadata); err != nil {
+		return err
+	}
+	now := time.Now().UnixNano()
+	s.mu.Lock()
+	if err := s.writableLocked(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	var start int
+	s.buf, start = appendCommitHead(s.buf, group, now, 1)
+	s.buf = appendEntry(s.buf, topic, partition, offset, metadata)
+	seq, err := s.appendedLocked(start)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.wait(seq)
+}
+
+// CommitBatch commits several positions of one group atomically: they are
+// one journal record, so after a crash either all or none are there. A
+// repeated partition takes its last value. An empty batch does nothing.
+func (s *Store) CommitBatch(group string, commits []Commit) error {
+	if err := s.checkName("group", group); err != nil {
+		return err
+	}
+	if len(commits) == 0 {
+		return nil
+	}
+	size := 0 // an upper bound of the encoded size, checked before encoding
+	for i, c := range commits {
+		if err := s.checkCommit(c.Topic, c.Partition, c.Offset, c.Metadata); err != nil {
+			return fmt.Errorf("commit %d: %w", i, err)
+		}
+		size += len(c.Topic) + len(c.Metadata) + 2*binary.MaxVarintLen64 + 12
+		if size > MaxRecordBytes {
+			return invalidf("batch of more than %d bytes", MaxRecordBytes)
+		}
+	}
+	now := time.Now().UnixNano()
+	s.mu.Lock()
+	if err := s.writableLocked(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	var start int
+	s.buf, start = appendCommitHead(s.buf, group, now, len(commits))
+	for _, c := range commits {
+		s.buf = appendEntry(s.buf, c.Topic, c.Partition, c.Offset, c.Metadata)
+	}
+	if n := len(s.buf) - start - recordHeaderSize; n > MaxRecordBytes {
+		s.buf = s.buf[:start]
+		s.mu.Unlock()
+		return invalidf("batch of %d bytes, more than %d", n, MaxRecordBytes)
+	}
+	seq, err := s.appendedLocked(start)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.wait(seq)
+}
+
+// writeGroupTopic appends a delete-group, subscribe or unsubscribe record,
+// or, when the state shows it would change nothing, only waits for what is
+// already appended to be durable.
+func (s *Store) writeGroupTopic(typ byte, group, topic string) error {
+	s.mu.Lock()
+	if err := s.writableLocked(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	g := s.st.groups[group]
+	var t *topicState
+	if g != nil {
+		t = g.topics[topic]
+	}
+	noop := (typ == recDeleteGroup && g == nil) ||
+		(typ == recSubscribe && t != nil) ||
+		(typ == recUnsubscribe && t == nil)
+	var seq uint64
+	var err error
+	if noop {
+		seq = s.writeSeq
+	} else {
+		start := len(s.buf)
+		s.buf = appendGroupTopic(s.buf, typ, group, topic)
+		seq, err = s.appendedLocked(start)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.wait(seq)
+}
+
+// DeleteGroup removes a group, its positions and its interests. It is
+// durable like a commit. Deleting an unknown group does nothing.
+func (s *Store) DeleteGroup(group string) error {
+	if err := s.checkName("group", group); err != nil {
+		return err
+	}
+	return s.writeGroupTopic(recDeleteGroup, group, "")
+}
+
+// Subscribe registers the group's interest in a topic before any commit:
+// from then on the group holds every partition of the topic for retention
+// (MinCommitted is 0 where it has not committed). Durable like a commit.
+func (s *Store) Subscribe(group, topic string) error {
+	if err := s.checkName("group", group); err != nil {
+		return err
+	}
+	if err := s.checkName("topic", topic); err != nil {
+		return err
+	}
+	return s.writeGroupTopic(recSubscribe, group, topic)
+}
+
+// Unsubscribe removes the group's interest in the topic and its positions
+// there. Durable like a commit.
+func (s *Store) Unsubscribe(group, topic string) error {
+	if err := s.checkName("group", group); err != nil {
+		return err
+	}
+	if err := s.checkName("topic", topic); err != nil {
+		return err
+	}
+	return s.writeGroupTopic(recUnsubscribe, group, topic)
+}
+
+// Fetch returns the group's position on the partition, or ErrNoCommit.
+func (s *Store) Fetch(group, topic string, partition int32) (Position, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return Position{}, ErrClosed
+	}
+	if g := s.st.groups[group]; g != nil {
+		if t := g.topics[topic]; t != nil {
+			if p, ok := t.parts[partition]; ok {
+				return p.public(topic, partition), nil
+			}
+		}
+	}
+	return Position{}, ErrNoCommit
+}
+
+func (p position) public(topic string, partition int32) Position {
+	return Position{Topic: topic, Partition: partition, Offset: p.offset,
+		Metadata: p.metadata, Time: time.Unix(0, p.time)}
+}
+
+// Groups returns the groups, sorted. It is nil after Close.
+func (s *Store) Groups() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil
+	}
+	out := make([]string, 0, len(s.st.groups))
+	for g := range s.st.groups {
+		out = append(out, g)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Positions returns the group's positions sorted by topic and partition.
+func (s *Store) Positions(group string) []Position {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.st.groups[group]
+	if s.closed || g == nil {
+		return nil
+	}
+	var out []Position
+	for tname, t := range g.topics {
+		for p, pos := range t.parts {
+			out = append(out, pos.public(tname, p))
+		}
+	}
+	slices.SortFunc(out, func(a, b Position) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}
+
+// Readers returns the groups with interest in the topic, sorted.
+func (s *Store) Readers(topic string) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r := s.st.readers[topic]
+	if s.closed || len(r) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(r))
+	for g := range r {
+		out = append(out, g)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// MinCommitted is what the retention cleaner asks: the smallest committed
+// offset on the partition over the groups that read the topic. ok is false
+// when no group reads the topic (or the store is closed). A reader that has
+// not committed on this partition holds all of it: the answer is then 0.
+func (s *Store) MinCommitted(topic string, partition int32) (offset int64, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r := s.st.readers[topic]
+	if s.closed || len(r) == 0 {
+		return 0, false
+	}
+	first := true
+	for gname := range r {
+		p, has := s.st.groups[gname].topics[topic].parts[partition]
+		if !has {
+			return 0, true
+		}
+		if first || p.offset < offset {
+			offset, first = p.offset, false
+		}
+	}
+	return offset, true
+}
+
+// Stats returns counters and sizes.
+func (s *Store) Stats() Stats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := s.stats
+	st.Groups, st.Positions = len(s.st.groups), s.st.entries
+	st.JournalBytes, st.CompactErr = s.size, s.compactErr
+	st.Syncs = s.syncs.Load()
+	st.Generation = s.gen // written only with mu held exclusively
+	return st
+}

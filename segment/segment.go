@@ -203,10 +203,11 @@ func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
 	if err != nil {
 		return s, fmt.Errorf("segment: %w", err)
 	}
-	start := s.oidx.Lookup(math.MaxInt64)
-	if start.Position >= fi.Size() || s.oidx.SanityCheck(fi.Size()) != nil {
-		start = index.OffsetPosition{Offset: base, Position: 0}
+	// A damaged index is rebuilt by Recover: report it as corruption.
+	if err := s.oidx.SanityCheck(fi.Size()); err != nil {
+		return s, &CorruptError{File: s.path(IndexSuffix), Pos: 0, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 	}
+	start := s.oidx.Lookup(math.MaxInt64)
 	pos, next := start.Position, start.Offset
 	for pos < fi.Size() {
 		h, err := s.readHeader(pos, fi.Size())
@@ -220,6 +221,9 @@ func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
 		s.sinceIndex += h.Size()
 		pos += int64(h.Size())
 		next = h.NextOffset()
+	}
+	if err := s.tidx.SanityCheck(base, max(next, base+1)); err != nil {
+		return s, &CorruptError{File: s.path(TimeIndexSuffix), Pos: 0, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 	}
 	s.size.Store(pos)
 	s.next.Store(next)

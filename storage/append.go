@@ -310,14 +310,6 @@ func (l *Log) checkpointCkptLocked() error {
 // checkpointLocked is checkpoint for callers that hold writeMu.
 func (l *Log) checkpointLocked() error { return l.checkpoint() }
 
-func (l *Log) syncDirAndCheckpointLocked(v int64) error {
-	if err := l.opts.FS.SyncDir(l.dir); err != nil {
-		return err
-	}
-	l.flushed.Store(v)
-	return l.checkpoint()
-}
-
 func (l *Log) flushLoop() {
 	defer l.wg.Done()
 	t := time.NewTicker(l.opts.SyncInterval)

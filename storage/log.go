@@ -196,10 +196,11 @@ func (l *Log) load() error {
 		l.publish([]*segment.Segment{seg})
 		l.start.Store(base)
 		l.end.Store(base)
+		// Nothing to make durable yet: without a recovery-point file a
+		// reopen after a crash rescans from the start, which is empty.
 		l.flushed.Store(base)
 		l.checkpointed = -1
-		l.activeSince = l.opts.Now()
-		return l.syncDirAndCheckpointLocked(base)
+		return nil
 	}
 
 	// Segments wholly below the start offset are left from a deletion

@@ -1,0 +1,170 @@
+package storage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestValidateTopic(t *testing.T) {
+	cases := []struct {
+		name string
+		ok   bool
+	}{
+		{"orders", true},
+		{"a.b_c-D9", true},
+		{strings.Repeat("x", 249), true},
+		{"", false},
+		{".", false},
+		{"..", false},
+		{"../etc", false},
+		{"a/b", false},
+		{"/abs", false},
+		{"nul\x00byte", false},
+		{"space here", false},
+		{"ünï", false},
+		{strings.Repeat("x", 250), false},
+		{strings.Repeat("y", 300), false},
+	}
+	root := t.TempDir()
+	s, err := OpenStore(root, StoreOptions{})
+	require.NoError(t, err)
+	defer s.Close()
+	for _, tc := range cases {
+		err := ValidateTopic(tc.name)
+		if tc.ok {
+			assert.NoError(t, err, "%q", tc.name)
+			continue
+		}
+		assert.ErrorIs(t, err, ErrInvalidTopic, "%q", tc.name)
+		assert.ErrorIs(t, s.CreateTopic(tc.name, 1), ErrInvalidTopic)
+		_, err = s.Log(tc.name, 0)
+		assert.ErrorIs(t, err, ErrInvalidTopic)
+	}
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "invalid names never touch the filesystem")
+	parent, err := os.ReadDir(filepath.Dir(root))
+	require.NoError(t, err)
+	assert.Len(t, parent, 1, "nothing was created beside the root")
+}
+
+func TestStoreTopics(t *testing.T) {
+	root := t.TempDir()
+	s, err := OpenStore(root, StoreOptions{Log: small()})
+	require.NoError(t, err)
+	require.NoError(t, s.CreateTopic("orders", 3))
+	require.NoError(t, s.CreateTopic("orders", 3), "creating again with the same count is fine")
+	assert.ErrorIs(t, s.CreateTopic("orders", 2), ErrTopicExists)
+	require.NoError(t, s.CreateTopic("a-b-c", 2))
+	assert.Equal(t, []TopicInfo{{"a-b-c", 2}, {"orders", 3}}, s.Topics())
+	_, err = s.Log("orders", 3)
+	assert.ErrorIs(t, err, ErrInvalidPartition)
+	_, err = s.Log("nope", 0)
+	assert.ErrorIs(t, err, ErrUnknownTopic)
+
+	var recs []Record
+	for i := 0; i < 300; i++ {
+		recs = append(recs, Record{Key: []byte(fmt.Sprintf("key-%d", i%17)), Value: []byte(fmt.Sprint(i))})
+	}
+	res, err := s.Produce("orders", recs...)
+	require.NoError(t, err)
+	byKey := map[string]int32{}
+	for i, r := range res {
+		k := string(recs[i].Key)
+		if p, ok := byKey[k]; ok {
+			assert.Equal(t, p, r.Partition, "a key always goes to the same partition")
+		}
+		byKey[k] = r.Partition
+		p, err := s.Partition("orders", recs[i].Key)
+		require.NoError(t, err)
+		assert.Equal(t, p, r.Partition)
+	}
+	keyless, err := s.Produce("orders", Record{Value: []byte("a")}, Record{Value: []byte("b")})
+	require.NoError(t, err)
+	assert.Equal(t, keyless[0].Partition, keyless[1].Partition, "keyless records of one call stick together")
+	require.NoError(t, s.Close())
+
+	s, err = OpenStore(root, StoreOptions{Log: small()})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, []TopicInfo{{"a-b-c", 2}, {"orders", 3}}, s.Topics())
+	total := int64(0)
+	for p := int32(0); p < 3; p++ {
+		l, err := s.Log("orders", p)
+		require.NoError(t, err)
+		total += l.EndOffset()
+	}
+	assert.Equal(t, int64(302), total)
+	for i, r := range res {
+		l, err := s.Log("orders", r.Partition)
+		require.NoError(t, err)
+		rd := l.NewReader(r.Offset)
+		require.True(t, rd.Next())
+		assert.Equal(t, recs[i].Value, rd.Record().Value)
+	}
+	require.NoError(t, s.DeleteTopic("orders"))
+	assert.Equal(t, []TopicInfo{{"a-b-c", 2}}, s.Topics())
+	_, err = os.Stat(filepath.Join(root, "orders-0"))
+	assert.True(t, os.IsNotExist(err))
+}
+
+func TestStoreRefusesGapsAndSymlinks(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "t-0"), 0o750))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "t-2"), 0o750))
+	_, err := OpenStore(root, StoreOptions{})
+	assert.ErrorIs(t, err, ErrCorrupt)
+
+	root = t.TempDir()
+	outside := t.TempDir()
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "t-0")))
+	_, err = OpenStore(root, StoreOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "symbolic link")
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t testing.TB) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(entries)
+}
+
+// TestStoreFileBudget opens thousands of partitions with reads spread over
+// all of them and checks that open files stay within the budget.
+func TestStoreFileBudget(t *testing.T) {
+	const partitions = 1000
+	const budget = 120
+	root := t.TempDir()
+	opts := small()
+	opts.SegmentBytes = 1 << 20
+	s, err := OpenStore(root, StoreOptions{Log: opts, MaxOpenFiles: budget})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.CreateTopic("many", partitions))
+	before := openFDs(t)
+	for round := 0; round < 2; round++ {
+		for p := int32(0); p < partitions; p++ {
+			l, err := s.Log("many", p)
+			require.NoError(t, err)
+			if round == 0 {
+				_, err = l.Append(Record{Value: []byte(fmt.Sprint(p))})
+				require.NoError(t, err)
+			}
+			rd := l.NewReader(0)
+			require.True(t, rd.Next(), "partition %d", p)
+			assert.Equal(t, fmt.Sprint(p), string(rd.Record().Value))
+			require.LessOrEqual(t, s.OpenFiles(), budget)
+			if p%200 == 0 {
+				assert.LessOrEqual(t, openFDs(t)-before, budget, "open descriptors at partition %d", p)
+			}
+		}
+	}
+	assert.LessOrEqual(t, openFDs(t)-before, budget)
+}

@@ -53,18 +53,18 @@ func (l *Log) Append(recs ...Record) (AppendResult, error) {
 }
 
 // AppendBatch appends a batch that a producer encoded (see
-// segment.AppendBatch). It validates the batch's checksum, limits and,
-// unless Options.SkipRecordValidation, its records; assigns offsets by
+// segment.AppendBatch). It validates the batch's header, limits and
+// checksum (and with Options.ValidateRecords every record); assigns offsets by
 // patching the batch's base offset in place (the caller's slice is
 // modified); and writes its bytes unchanged otherwise. It syncs as
 // Options.Sync says.
 func (l *Log) AppendBatch(batch []byte) (AppendResult, error) {
 	var h segment.Header
 	var err error
-	if l.opts.SkipRecordValidation {
-		h, err = segment.Verify(batch, l.opts.Limits)
-	} else {
+	if l.opts.ValidateRecords {
 		h, err = segment.ValidateRecords(batch, l.opts.Limits)
+	} else {
+		h, err = segment.Verify(batch, l.opts.Limits)
 	}
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
@@ -95,6 +95,7 @@ func (l *Log) append(batch []byte, h segment.Header) (AppendResult, error) {
 	return res, nil
 }
 
+// checkWritableLocked is called by every writer before it changes files.
 func (l *Log) checkWritableLocked() error {
 	if l.closed.Load() {
 		return ErrClosed
@@ -102,7 +103,7 @@ func (l *Log) checkWritableLocked() error {
 	if err := l.failure(); err != nil {
 		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
-	return nil
+	return l.durableMarkerRemovalLocked()
 }
 
 func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error) {
@@ -437,6 +438,9 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 	defer l.writeMu.Unlock()
 	if l.closed.Load() {
 		return DeleteResult{}, ErrClosed
+	}
+	if err := l.durableMarkerRemovalLocked(); err != nil {
+		return DeleteResult{}, err
 	}
 	segs := l.segments()
 	n := 0

@@ -29,7 +29,8 @@ type Log struct {
 	// Guarded by writeMu:
 	sinceSync     int                // records appended since the last fsync (SyncEveryN)
 	activeSince   time.Time          // when the active segment got its first batch
-	pendingDelete []*segment.Segment // segments removed from the list whose files remain
+	pendingDelete        []*segment.Segment // segments removed from the list whose files remain
+	markerRemovalPending bool               // the clean-shutdown marker's removal is not yet fsynced
 
 	// ckptMu serializes writes of recovery-point.
 	ckptMu       sync.Mutex
@@ -115,12 +116,13 @@ func (l *Log) load() error {
 	clean := false
 	if _, err := fsys.Lstat(markerPath); err == nil {
 		clean = true
+		// The removal is made durable before the first write (see
+		// durableMarkerRemovalLocked): until the log changes, a marker
+		// that a crash brings back describes the files truly.
 		if err := fsys.Remove(markerPath); err != nil {
 			return err
 		}
-		if err := fsys.SyncDir(l.dir); err != nil {
-			return err
-		}
+		l.markerRemovalPending = true
 	}
 	l.openStats.Clean = clean
 
@@ -442,4 +444,18 @@ func (l *Log) closeSegments() error {
 		errs = append(errs, s.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// durableMarkerRemovalLocked makes the removal of the clean-shutdown marker
+// durable before the log's files first change, so that a crash after the
+// change is never taken for a clean shutdown.
+func (l *Log) durableMarkerRemovalLocked() error {
+	if !l.markerRemovalPending {
+		return nil
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	l.markerRemovalPending = false
+	return nil
 }

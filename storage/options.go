@@ -88,10 +88,13 @@ type Options struct {
 	SyncEveryRecords int
 	// SyncInterval is the period for SyncInterval (default 1s).
 	SyncInterval time.Duration
-	// SkipRecordValidation makes AppendBatch check only the header and
-	// checksum of a producer's batch, not decode its records. Leave it
-	// off unless producers are trusted.
-	SkipRecordValidation bool
+	// ValidateRecords makes AppendBatch decode every record of a
+	// producer's batch before writing it, not only check its header,
+	// limits and checksum. Turn it on when producers are not trusted to
+	// encode well-formed records: a malformed batch with a valid checksum
+	// is then refused instead of failing every consumer that reads it.
+	// It costs about a third of the append throughput for small records.
+	ValidateRecords bool
 	// FileMode and DirMode are the permissions of what the log creates
 	// (0640 and 0750).
 	FileMode, DirMode os.FileMode

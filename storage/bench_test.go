@@ -1,0 +1,316 @@
+package storage
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seglog/seglog/segment"
+)
+
+// Every benchmark here runs a plain-file baseline beside seglog in the
+// same run ("plain-*" sub-benchmarks): compare within one run only, these
+// machines are shared and noisy.
+
+func encodedBatch(tb testing.TB, records, size int) []byte {
+	recs := make([]Record, records)
+	for i := range recs {
+		v := make([]byte, size)
+		_, _ = rand.Read(v)
+		recs[i] = Record{Timestamp: 1_700_000_000_000 + int64(i), Value: v}
+	}
+	b, err := segment.AppendBatch(nil, recs, segment.EncodeOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// restartBytes: both sides start over after this many bytes, so that the
+// figures measure the write path, not the kernel throttling gigabytes of
+// dirty pages.
+const restartBytes = 64 << 20
+
+func benchPlainWrite(b *testing.B, batch []byte, syncEvery int) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "plain"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	b.SetBytes(int64(len(batch)))
+	written := 0
+	for b.Loop() {
+		if written += len(batch); written > restartBytes {
+			written = 0
+			_ = f.Truncate(0)
+			_, _ = f.Seek(0, 0)
+		}
+		if _, err := f.Write(batch); err != nil {
+			b.Fatal(err)
+		}
+		if syncEvery > 0 {
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func benchLogAppend(b *testing.B, batch []byte, opts Options) {
+	l, err := Open(b.TempDir(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	b.SetBytes(int64(len(batch)))
+	written := 0
+	for b.Loop() {
+		if written += len(batch); written > restartBytes {
+			written = 0
+			if err := l.Truncate(0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := l.AppendBatch(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAppend1KiB: 1 KiB records in batches of 100, no fsync, the
+// producer's encoded batch (AppendBatch: checksum and record validation).
+func BenchmarkAppend1KiB(b *testing.B) {
+	batch := encodedBatch(b, 100, 1024)
+	b.Run("plain-write", func(b *testing.B) { benchPlainWrite(b, batch, 0) })
+	b.Run("seglog", func(b *testing.B) { benchLogAppend(b, batch, Options{}) })
+}
+
+// BenchmarkAppend100B: 100-byte records in batches of 100; see recs/s.
+func BenchmarkAppend100B(b *testing.B) {
+	batch := encodedBatch(b, 100, 100)
+	report := func(b *testing.B) { b.ReportMetric(float64(b.N)*100/b.Elapsed().Seconds(), "recs/s") }
+	b.Run("plain-write", func(b *testing.B) { benchPlainWrite(b, batch, 0); report(b) })
+	b.Run("seglog", func(b *testing.B) { benchLogAppend(b, batch, Options{}); report(b) })
+}
+
+// BenchmarkDurable: fsync after every batch of 10 records of 1 KiB; then
+// 1 and 8 goroutines each appending with SyncAlways (group commit).
+func BenchmarkDurable(b *testing.B) {
+	batch := encodedBatch(b, 10, 1024)
+	report := func(b *testing.B) { b.ReportMetric(float64(b.N)*10/b.Elapsed().Seconds(), "recs/s") }
+	b.Run("plain-write-fsync", func(b *testing.B) { benchPlainWrite(b, batch, 1); report(b) })
+	b.Run("seglog-sync-always", func(b *testing.B) { benchLogAppend(b, batch, Options{Sync: SyncAlways}); report(b) })
+	for _, g := range []int{1, 8} {
+		b.Run(fmt.Sprintf("seglog-goroutines=%d", g), func(b *testing.B) {
+			l, err := Open(b.TempDir(), Options{Sync: SyncAlways})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			one := encodedBatch(b, 1, 1024)
+			var wg sync.WaitGroup
+			per := (b.N + g - 1) / g
+			b.ResetTimer()
+			for i := 0; i < g; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					buf := slices.Clone(one)
+					for j := 0; j < per; j++ {
+						if _, err := l.AppendBatch(buf); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(per*g)/b.Elapsed().Seconds(), "appends/s")
+		})
+	}
+}
+
+// fillLog appends size bytes of batches and returns the log, closed.
+func fillLog(b *testing.B, dir string, batch []byte, size int64, opts Options) {
+	l, err := Open(dir, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for n := int64(0); n < size; n += int64(len(batch)) {
+		if _, err := l.AppendBatch(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkSequentialRead reads 1 GiB from page cache: raw batches (Read,
+// what a broker sends), records through the Reader (checksums verified),
+// beside a plain sequential Read of the same file.
+func BenchmarkSequentialRead(b *testing.B) {
+	const size = 1 << 30
+	dir := b.TempDir()
+	batch := encodedBatch(b, 100, 1024)
+	fillLog(b, dir, batch, size, Options{})
+	l, err := Open(dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	segs, _ := l.Segments()
+	b.Run("plain-read", func(b *testing.B) {
+		buf := make([]byte, 1<<20)
+		b.SetBytes(size)
+		for b.Loop() {
+			for _, s := range segs {
+				f, err := os.Open(s.Path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for {
+					_, err := f.Read(buf)
+					if err == io.EOF {
+						break
+					}
+				}
+				f.Close()
+			}
+		}
+	})
+	b.Run("seglog-read", func(b *testing.B) {
+		buf := make([]byte, 1<<20)
+		b.SetBytes(size)
+		for b.Loop() {
+			for off := int64(0); off < l.EndOffset(); {
+				data, err := l.ReadInto(buf, off, 1<<20)
+				if err != nil {
+					b.Fatal(err)
+				}
+				h, _ := segment.ParseHeader(data[len(data)-len(batch):], segment.DefaultLimits)
+				off = h.NextOffset()
+				buf = data
+			}
+		}
+	})
+	b.Run("seglog-reader", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			r := l.NewReader(0)
+			for r.Next() {
+			}
+			if r.Err() != nil {
+				b.Fatal(r.Err())
+			}
+		}
+	})
+}
+
+// BenchmarkRandomRead reads single 1 KiB records (one per batch) at random
+// offsets over a 512 MiB log in page cache; see p50/p99 in ns.
+func BenchmarkRandomRead(b *testing.B) {
+	const size = 512 << 20
+	dir := b.TempDir()
+	batch := encodedBatch(b, 1, 1024)
+	fillLog(b, dir, batch, size, Options{})
+	l, err := Open(dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	end := l.EndOffset()
+	offsets := make([]int64, 1<<16)
+	for i := range offsets {
+		var x [8]byte
+		_, _ = rand.Read(x[:])
+		offsets[i] = int64(uint64(x[0])|uint64(x[1])<<8|uint64(x[2])<<16|uint64(x[3])<<24) % end
+	}
+	buf := make([]byte, 4096)
+	lat := make([]time.Duration, 0, 1<<20)
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		data, err := l.ReadInto(buf, offsets[i&(len(offsets)-1)], 1)
+		if err != nil || len(data) == 0 {
+			b.Fatal(err)
+		}
+		if len(lat) < cap(lat) {
+			lat = append(lat, time.Since(t0))
+		}
+		i++
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// BenchmarkOpen opens a cleanly closed 512 MiB log made of 1, 100 and
+// 1,000 segments, and reports the unclean recovery scan rate.
+func BenchmarkOpen(b *testing.B) {
+	const size = 512 << 20
+	batch := encodedBatch(b, 100, 1024)
+	for _, segs := range []int{1, 100, 1000} {
+		dir := b.TempDir()
+		opts := Options{SegmentBytes: size / int64(segs)}
+		fillLog(b, dir, batch, size, opts)
+		b.Run(fmt.Sprintf("clean/segments=%d", segs), func(b *testing.B) {
+			for b.Loop() {
+				l, err := Open(dir, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if l.OpenStats().RecoveredSegs != 0 {
+					b.Fatal("clean open rescanned")
+				}
+				l.Close()
+				b.StartTimer()
+			}
+		})
+	}
+	b.Run("unclean-recovery", func(b *testing.B) {
+		dir := b.TempDir()
+		fillLog(b, dir, batch, size, Options{})
+		var scanned int64
+		for b.Loop() {
+			b.StopTimer()
+			_ = os.Remove(filepath.Join(dir, cleanShutdownFile))
+			_ = os.Remove(filepath.Join(dir, recoveryPointFile))
+			b.StartTimer()
+			l, err := Open(dir, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			scanned += l.OpenStats().RecoveredBytes
+			l.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(scanned)/b.Elapsed().Seconds()/1e9, "GB/s-scanned")
+	})
+}
+
+// BenchmarkBytesOnDisk reports the bytes on disk per payload byte for 1 KiB
+// records in batches of 100, uncompressed.
+func BenchmarkBytesOnDisk(b *testing.B) {
+	batch := encodedBatch(b, 100, 1024)
+	for b.Loop() {
+		dir := b.TempDir()
+		const batches = 500
+		fillLog(b, dir, batch, int64(batches*len(batch)), Options{})
+		var disk int64
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			fi, _ := e.Info()
+			disk += fi.Size()
+		}
+		b.ReportMetric(float64(disk)/float64(batches*100*1024), "disk/payload")
+	}
+}

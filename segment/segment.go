@@ -423,7 +423,9 @@ func (s *Segment) Append(batch []byte, h Header) (pos int64, err error) {
 	return pos, nil
 }
 
-// Sync flushes the .log and both indexes to stable storage.
+// Sync flushes the .log to stable storage. The indexes are derived data:
+// Seal makes them durable, and an active segment's indexes are rebuilt by
+// recovery after a crash, so an fsync per append costs one fsync.
 func (s *Segment) Sync() error {
 	if err := s.acquire(); err != nil {
 		return err
@@ -431,11 +433,6 @@ func (s *Segment) Sync() error {
 	defer s.mu.RUnlock()
 	if err := s.log.Sync(); err != nil {
 		return fmt.Errorf("segment: fsync %s: %w", s.LogPath(), err)
-	}
-	if s.writable {
-		if err := errors.Join(s.oidx.Sync(), s.tidx.Sync()); err != nil {
-			return fmt.Errorf("segment: %w", err)
-		}
 	}
 	return nil
 }
@@ -464,6 +461,11 @@ func (s *Segment) Seal() error {
 		return fmt.Errorf("segment: seal: %w", err)
 	}
 	s.writable = false
+	// A sealed segment's indexes are trusted below the recovery point:
+	// make them durable now.
+	if err := errors.Join(s.oidx.Sync(), s.tidx.Sync()); err != nil {
+		return fmt.Errorf("segment: seal: %w", err)
+	}
 	return nil
 }
 

@@ -27,8 +27,8 @@ type Log struct {
 	// from the front, and Close. Helpers that need it end in Locked.
 	writeMu sync.Mutex
 	// Guarded by writeMu:
-	sinceSync     int                // records appended since the last fsync (SyncEveryN)
-	activeSince   time.Time          // when the active segment got its first batch
+	sinceSync            int                // records appended since the last fsync (SyncEveryN)
+	activeSince          time.Time          // when the active segment got its first batch
 	pendingDelete        []*segment.Segment // segments removed from the list whose files remain
 	markerRemovalPending bool               // the clean-shutdown marker's removal is not yet fsynced
 

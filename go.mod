@@ -3,10 +3,14 @@ module github.com/seglog/seglog
 go 1.26.0
 
 require (
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/edsrzf/mmap-go v1.2.0 // indirect
-	github.com/klauspost/compress v1.20.4 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/edsrzf/mmap-go v1.2.0
+	github.com/klauspost/compress v1.20.4
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )

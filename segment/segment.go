@@ -846,3 +846,106 @@ func (s *Segment) Delete() error {
 	}
 	return nil
 }
+
+// ReadBatches reads whole batches starting with the one that holds offset,
+// stopping before a batch with a base offset at or past limit, at most
+// maxBytes in all but always the first batch. It reuses dst's memory. It
+// does one read for the common case: from the index entry at or below
+// offset, one index interval plus maxBytes, scanning the batch headers in
+// memory. It returns io.EOF when offset is at or past NextOffset or limit.
+func (s *Segment) ReadBatches(dst []byte, offset int64, maxBytes int, limit int64) ([]byte, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	size := s.size.Load()
+	if offset >= s.next.Load() || offset >= limit {
+		return nil, io.EOF
+	}
+	start := s.oidx.Lookup(offset).Position
+	want := int64(maxBytes) + int64(s.opts.IndexIntervalBytes) + 2*HeaderSize
+	buf, err := s.readInto(dst, start, min(want, size-start))
+	if err != nil {
+		return nil, err
+	}
+	// Find the batch that holds offset.
+	p := int64(0)
+	for {
+		h, err := s.headerIn(buf, start, p, size)
+		if err != nil {
+			return nil, err
+		}
+		if h.LastOffset() >= offset {
+			break
+		}
+		p += int64(h.Size())
+		if start+p >= size {
+			return nil, io.EOF
+		}
+		if p+HeaderSize > int64(len(buf)) {
+			// Past what was read: continue with a fresh read there.
+			start += p
+			p = 0
+			if buf, err = s.readInto(buf, start, min(want, size-start)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Take whole batches from p.
+	first, q := p, p
+	for start+q < size {
+		h, err := s.headerIn(buf, start, q, size)
+		if err != nil {
+			if q > first && errors.Is(err, errNeedMore) {
+				break
+			}
+			return nil, err
+		}
+		if h.BaseOffset >= limit || (q > first && q+int64(h.Size())-first > int64(maxBytes)) {
+			break
+		}
+		if q+int64(h.Size()) > int64(len(buf)) {
+			if q > first {
+				break
+			}
+			// The first batch is larger than what was read: read it whole.
+			if buf, err = s.readInto(buf, start+q, int64(h.Size())); err != nil {
+				return nil, err
+			}
+			start, first, q = start+q, 0, 0
+		}
+		q += int64(h.Size())
+	}
+	return buf[first:q], nil
+}
+
+var errNeedMore = errors.New("header not in buffer")
+
+// headerIn parses the header at buf[p:], which holds the file from start.
+func (s *Segment) headerIn(buf []byte, start, p, size int64) (Header, error) {
+	if p+HeaderSize > int64(len(buf)) {
+		if start+p+HeaderSize > size {
+			return Header{}, &CorruptError{File: s.LogPath(), Pos: start + p, Err: fmt.Errorf("%w: %d bytes left, less than a batch header", ErrCorrupt, size-start-p)}
+		}
+		return Header{}, errNeedMore
+	}
+	h, err := ParseHeader(buf[p:], s.opts.Limits)
+	if err != nil {
+		return h, &CorruptError{File: s.LogPath(), Pos: start + p, Err: err}
+	}
+	if start+p+int64(h.Size()) > size {
+		return h, &CorruptError{File: s.LogPath(), Pos: start + p, Err: fmt.Errorf("%w: batch of %d bytes runs past the end of the file (%d)", ErrCorrupt, h.Size(), size)}
+	}
+	return h, nil
+}
+
+func (s *Segment) readInto(dst []byte, pos, n int64) ([]byte, error) {
+	if int64(cap(dst)) < n {
+		dst = make([]byte, n)
+	}
+	dst = dst[:n]
+	if _, err := s.log.ReadAt(dst, pos); err != nil {
+		return nil, fmt.Errorf("segment: read %s at %d: %w", s.LogPath(), pos, err)
+	}
+	return dst, nil
+}

@@ -90,45 +90,28 @@ func (l *Log) ReadInto(dst []byte, offset int64, maxBytes int) ([]byte, error) {
 
 func (l *Log) readBounded(dst []byte, offset int64, maxBytes int, limit int64) ([]byte, error) {
 	for attempt := 0; ; attempt++ {
-		seg, pos, h, err := l.locate(offset, limit)
-		if err == errCaughtUp {
+		if l.closed.Load() {
+			return nil, ErrClosed
+		}
+		start, end := l.start.Load(), l.end.Load()
+		if offset < start || offset > end {
+			return nil, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, start, end)
+		}
+		if offset >= min(end, limit) {
 			return dst[:0], nil
 		}
-		if err != nil {
-			return dst[:0], err
+		segs := l.segments()
+		seg := segs[segmentIndex(segs, offset)]
+		data, err := seg.ReadBatches(dst, offset, maxBytes, min(end, limit))
+		if err == nil {
+			return data, nil
 		}
-		size, err := seg.Size()
-		if err != nil {
-			return dst[:0], err
+		// The segment list changed under us (a roll, a deletion, a
+		// truncation): look again; the range check above decides.
+		retry := errors.Is(err, segment.ErrDeleted) || errors.Is(err, segment.ErrClosed) || errors.Is(err, io.EOF)
+		if !retry || attempt >= 100 {
+			return nil, fmt.Errorf("storage: read %s at offset %d: %w", l.dir, offset, err)
 		}
-		n := int64(max(maxBytes, h.Size()))
-		n = min(n, size-pos)
-		if n < int64(h.Size()) {
-			n = int64(h.Size())
-		}
-		if int64(cap(dst)) < n {
-			dst = make([]byte, n)
-		}
-		buf := dst[:n]
-		if _, err := seg.ReadAt(buf, pos); err != nil {
-			if (errors.Is(err, segment.ErrDeleted) || errors.Is(err, io.EOF)) && attempt < 100 {
-				continue // deleted or truncated meanwhile: look again
-			}
-			return dst[:0], fmt.Errorf("storage: read %s at offset %d: %w", l.dir, offset, err)
-		}
-		// Keep whole batches below the limit.
-		p := 0
-		for p+segment.HeaderSize <= len(buf) {
-			bh, err := segment.ParseHeader(buf[p:], l.opts.Limits)
-			if err != nil {
-				return dst[:0], &segment.CorruptError{File: seg.LogPath(), Pos: pos + int64(p), Err: err}
-			}
-			if bh.BaseOffset >= limit || p+bh.Size() > len(buf) {
-				break
-			}
-			p += bh.Size()
-		}
-		return buf[:p], nil
 	}
 }
 

@@ -1,0 +1,246 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHistogramPercentiles(t *testing.T) {
+	h := NewHistogram()
+	for i := 1; i <= 10000; i++ {
+		h.Record(time.Duration(i) * time.Microsecond)
+	}
+	require.EqualValues(t, 10000, h.Count())
+	l := h.Latency()
+	require.NotNil(t, l)
+	within := func(want, got time.Duration) {
+		t.Helper()
+		assert.InEpsilon(t, float64(want), float64(got), 0.002, "want %v got %v", want, got)
+	}
+	within(5000*time.Microsecond, l.P50)
+	within(9900*time.Microsecond, l.P99)
+	within(9990*time.Microsecond, l.P999)
+	assert.Equal(t, 10000*time.Microsecond, l.Max, "max is exact")
+	within(5000500*time.Nanosecond, l.Mean)
+}
+
+func TestHistogramEmptyClampAndMerge(t *testing.T) {
+	h := NewHistogram()
+	assert.Nil(t, h.Latency())
+	h.Record(0)
+	h.Record(-5)
+	h.Record(200 * time.Second)
+	assert.EqualValues(t, 3, h.Count())
+	assert.EqualValues(t, 3, h.clamped)
+	assert.Equal(t, 200*time.Second, h.Latency().Max, "the exact max survives clamping")
+
+	a, b := NewHistogram(), NewHistogram()
+	for i := 0; i < 99; i++ {
+		a.Record(time.Microsecond)
+	}
+	b.Record(time.Second)
+	a.Merge(b)
+	a.Merge(nil)
+	assert.EqualValues(t, 100, a.Count())
+	assert.InEpsilon(t, float64(time.Microsecond), float64(a.Percentile(50)), 0.002)
+	assert.InEpsilon(t, float64(time.Second), float64(a.Percentile(100)), 0.002)
+	assert.Equal(t, time.Second, a.Latency().Max)
+}
+
+func TestParseAndFormatBytes(t *testing.T) {
+	for in, want := range map[string]int64{
+		"512": 512, "1KiB": 1024, "64MiB": 64 << 20, "1GiB": 1 << 30, "1gib": 1 << 30,
+		"2G": 2 << 30, "100MB": 100e6, "1.5MiB": 3 << 19, " 10 k ": 10 << 10,
+	} {
+		got, err := ParseBytes(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "MiB", "-1MiB", "1XB", "lots"} {
+		_, err := ParseBytes(bad)
+		assert.Error(t, err, bad)
+	}
+	assert.Equal(t, "512B", formatBytes(512))
+	assert.Equal(t, "1KiB", formatBytes(1024))
+	assert.Equal(t, "1.5MiB", formatBytes(3<<19))
+	assert.Equal(t, "2GiB", formatBytes(2<<30))
+	assert.Equal(t, "850ns", formatDuration(850))
+	assert.Equal(t, "1.50µs", formatDuration(1500))
+	assert.Equal(t, "12.3ms", formatDuration(12300*time.Microsecond))
+	assert.Equal(t, "1.23M", formatRate(1.234e6))
+	assert.Equal(t, "146%", formatPercent(1.4567))
+}
+
+func TestStatusField(t *testing.T) {
+	status := []byte("Name:\tx\nVmPeak:\t  2000 kB\nVmHWM:\t    5120 kB\nVmRSS:\t 100 kB\n")
+	v, ok := statusField(status, "VmHWM:")
+	require.True(t, ok)
+	assert.EqualValues(t, 5120*1024, v)
+	_, ok = statusField(status, "VmSwap:")
+	assert.False(t, ok)
+	resetPeakRSS()
+	assert.Greater(t, peakRSS(), int64(0))
+}
+
+func sampleReport() *Report {
+	h := NewHistogram()
+	for i := 1; i <= 100; i++ {
+		h.Record(time.Duration(i) * time.Microsecond)
+	}
+	r := Result{Name: "produce-1k", Workload: "produce", Records: 1000, Bytes: 1024000, Elapsed: time.Millisecond, Latency: h.Latency(), LatencyOf: "Log.AppendBatch call", DiskBytes: 1034000, PeakRSS: 5 << 20,
+		Baseline: &Baseline{Name: "plain sequential write", Bytes: 1024000, Ops: 10, Elapsed: 2 * time.Millisecond}}
+	r.param("record", "1KiB")
+	r.Baseline.finish()
+	r.finish()
+	r.metric("x", 1.5)
+	rep := &Report{Started: time.Unix(1700000000, 0).UTC(), Elapsed: time.Second, Host: Host{GOOS: "linux", GOARCH: "amd64", CPUs: 2, GoVersion: "go1.26"}, Config: Config{Size: 1 << 20}.WithDefaults(), Results: []Result{r}, Notes: []string{"a note"}}
+	addTargets(rep, rep.Config)
+	return rep
+}
+
+func TestResultRatesAndTargets(t *testing.T) {
+	rep := sampleReport()
+	r := rep.Results[0]
+	assert.InEpsilon(t, 1e6, r.RecordsPerSec, 1e-9)
+	assert.InEpsilon(t, 1024, r.MBPerSec, 1e-9)
+	assert.InEpsilon(t, 2.0, r.Baseline.Ratio, 1e-9, "twice as fast as the plain write")
+	names := map[string]bool{}
+	for _, tg := range rep.Targets() {
+		names[tg.Name] = tg.Met
+	}
+	assert.False(t, names["append 1KiB x100, no fsync: >= 2 GB/s"], "1.02 GB/s is below 2 GB/s")
+	assert.True(t, names["append 1KiB x100, no fsync: >= 80% of plain write"])
+	assert.True(t, names["bytes on disk <= 1.02x payload (1KiB, uncompressed)"])
+}
+
+func TestReportTable(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, sampleReport().WriteTable(&buf))
+	out := buf.String()
+	for _, want := range []string{"workload", "produce-1k", "1.00M", "1024", "200%", "50.0µs", "99.0µs", "100µs", "1.010", "5MiB",
+		"latency of Log.AppendBatch call", "baseline plain sequential write", "targets", "NOT MET", "met", "a note"} {
+		assert.Contains(t, out, want)
+	}
+}
+
+func TestReportJSONRoundTrip(t *testing.T) {
+	rep := sampleReport()
+	var buf bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&buf))
+	var back Report
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &back))
+	assert.Equal(t, *rep, back)
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &raw))
+	res := raw["results"].([]any)[0].(map[string]any)
+	for _, k := range []string{"records_per_sec", "mb_per_sec", "latency", "baseline", "disk_bytes", "peak_rss_bytes", "targets"} {
+		assert.Contains(t, res, k)
+	}
+	assert.Contains(t, res["latency"], "p999_ns")
+}
+
+func TestSuiteSelection(t *testing.T) {
+	all, err := Suite(Config{})
+	require.NoError(t, err)
+	assert.Greater(t, len(all), 10)
+	some, err := Suite(Config{Workloads: []string{"e2e", "durable"}})
+	require.NoError(t, err)
+	require.Len(t, some, 2)
+	assert.Equal(t, "end-to-end", some[0].Name())
+	assert.Equal(t, "durable", some[1].Name())
+	_, err = Suite(Config{Workloads: []string{"nope"}})
+	assert.ErrorContains(t, err, "unknown workload")
+	c := Config{Full: true}.WithDefaults()
+	assert.EqualValues(t, FullSize, c.Size)
+	assert.EqualValues(t, FullLogSize, c.LogSize)
+}
+
+func TestCommandUsage(t *testing.T) {
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Command(args, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, _ := run("--help")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "Examples:")
+	assert.Contains(t, out, "seglog bench produce consume --size 1GiB")
+
+	for _, args := range [][]string{{"--bogus"}, {"--size", "big"}, {"--size", "10"}, {"nope"}, {"--duration", "-1s"}, {"--producers", "0"}} {
+		code, _, errOut := run(args...)
+		assert.Equal(t, 2, code, "%v", args)
+		assert.NotEmpty(t, errOut, "%v", args)
+	}
+	code, _, errOut := run("offsets", "--dir", "/proc/no/such/dir", "--quiet")
+	assert.Equal(t, 1, code, "a failure exits 1")
+	assert.Contains(t, errOut, "seglog bench:")
+}
+
+// TestCommandSmallRun runs two quick workloads end to end through
+// Command and checks the JSON holds their figures.
+func TestCommandSmallRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a few MiB")
+	}
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := Command([]string{"produce", "consume", "--dir", dir, "--size", "2MiB", "--json"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	assert.Contains(t, errb.String(), "bench: [1/")
+	var rep Report
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	require.NotEmpty(t, rep.Results)
+	byName := map[string]Result{}
+	for _, r := range rep.Results {
+		byName[r.Name] = r
+		assert.Greater(t, r.RecordsPerSec, 0.0, r.Name)
+		require.NotNil(t, r.Latency, r.Name)
+		require.NotNil(t, r.Baseline, r.Name)
+		assert.Greater(t, r.Baseline.Ratio, 0.0, r.Name)
+	}
+	assert.EqualValues(t, 2100, byName["produce-1k"].Records, "2 MiB of 1 KiB records, in whole batches of 100")
+	assert.EqualValues(t, 2100, byName["consume-1k"].Records, "consume reads what produce wrote")
+	assert.Greater(t, byName["produce-1k"].DiskBytes, byName["produce-1k"].Bytes)
+	entries, err := filepathGlob(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the working directory is removed")
+}
+
+func TestWorkloadsSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a few MiB and fsyncs")
+	}
+	env := NewEnv(t.TempDir())
+	ctx := context.Background()
+	for _, w := range []Workload{
+		EndToEnd{RecordSize: 256, BatchSize: 10, Partitions: 2, Records: 2000, Rate: 100_000},
+		RandomRead{RecordSize: 512, Size: 1 << 20, Reads: 2000},
+		Durable{RecordSize: 128, BatchSize: 10, Producers: []int{1, 4}, Duration: 100 * time.Millisecond},
+		Recovery{Size: 2 << 20, Segments: []int{1, 10}, Opens: 2},
+		Offsets{Committers: 2, Duration: 100 * time.Millisecond},
+		Produce{Label: "zstd", RecordSize: 512, BatchSize: 10, Records: 1000, Path: PathRecords, Codec: 3},
+	} {
+		t.Run(w.Name(), func(t *testing.T) {
+			rs, err := w.Run(ctx, env)
+			require.NoError(t, err)
+			require.NotEmpty(t, rs)
+			for _, r := range rs {
+				require.NotNil(t, r.Latency, r.Name)
+				assert.Greater(t, r.Latency.Count, int64(0), r.Name)
+				assert.False(t, strings.Contains(r.Name, " "), r.Name)
+			}
+		})
+	}
+}
+
+func filepathGlob(dir string) ([]string, error) {
+	return filepath.Glob(filepath.Join(dir, "*"))
+}

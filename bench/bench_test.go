@@ -187,9 +187,6 @@ func TestCommandUsage(t *testing.T) {
 // TestCommandSmallRun runs two quick workloads end to end through
 // Command and checks the JSON holds their figures.
 func TestCommandSmallRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes a few MiB")
-	}
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	code := Command([]string{"produce", "consume", "--dir", dir, "--size", "2MiB", "--json"}, &out, &errb)
@@ -215,9 +212,6 @@ func TestCommandSmallRun(t *testing.T) {
 }
 
 func TestWorkloadsSmall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes a few MiB and fsyncs")
-	}
 	env := NewEnv(t.TempDir())
 	ctx := context.Background()
 	for _, w := range []Workload{

@@ -24,23 +24,32 @@ const (
 	batchParts    = 4
 )
 
-// TestCrashHelper is the child of TestCrashSIGKILL: it commits with
+// TestMain runs the crash child when the test binary is started as one.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashDirEnv); dir != "" {
+		crashHelper(dir)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// crashHelper is the child of TestCrashSIGKILL: it commits with
 // SyncAlways until killed and prints each acknowledged commit as
 //
 //	S <worker> <offset>   single commit: group s<worker>, topic single, partition <worker>
 //	B <worker> <offset>   batch: group b<worker>, topic batch, partitions 0..3, all <offset>
 //
 // Offsets are round*1e9 + i, so that they grow across rounds.
-func TestCrashHelper(t *testing.T) {
-	dir := os.Getenv(crashDirEnv)
-	if dir == "" {
-		t.Skip("the child of TestCrashSIGKILL")
-	}
+func crashHelper(dir string) {
 	round, err := strconv.Atoi(os.Getenv(crashRoundEnv))
-	require.NoError(t, err)
+	if err != nil {
+		panic(err)
+	}
 	// a small CompactBytes so that kills also land inside compactions
 	s, err := Open(dir, Options{Sync: SyncAlways, CompactBytes: 32 << 10})
-	require.NoError(t, err)
+	if err != nil {
+		panic(err)
+	}
 	var out sync.Mutex
 	w := bufio.NewWriter(os.Stdout)
 	ack := func(format string, args ...any) {
@@ -80,17 +89,14 @@ func TestCrashHelper(t *testing.T) {
 	wg.Wait()
 }
 
-// TestCrashSIGKILL runs TestCrashHelper in a child process, kills it with
+// TestCrashSIGKILL runs crashHelper in a child process, kills it with
 // SIGKILL after a random short time, reopens the store and checks that every
 // acknowledged commit is there and that every batch is all or nothing.
 func TestCrashSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns processes")
-	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	for round := 1; round <= 6; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
+		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashRoundEnv+"="+strconv.Itoa(round))
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)

@@ -127,6 +127,7 @@ type Segment struct {
 	writable bool // active: indexes are mapped read-write
 	closed   bool
 	deleted  bool
+	removed  bool // every file of a deleted segment is gone
 
 	used atomic.Bool // set on use; cleared by the Budget's clock sweep
 
@@ -170,9 +171,6 @@ func Create(dir string, base int64, opts Options) (*Segment, error) {
 		return nil, fmt.Errorf("segment: create: %w", err)
 	}
 	_ = f.Close()
-	// Leftover index files of a segment that was removed are stale.
-	_ = s.opts.FS.Remove(s.path(IndexSuffix))
-	_ = s.opts.FS.Remove(s.path(TimeIndexSuffix))
 	s.writable = true
 	s.size.Store(0)
 	return s, nil
@@ -461,11 +459,9 @@ func (s *Segment) Seal() error {
 		return fmt.Errorf("segment: seal: %w", err)
 	}
 	s.writable = false
-	// A sealed segment's indexes are trusted below the recovery point:
-	// make them durable now.
-	if err := errors.Join(s.oidx.Sync(), s.tidx.Sync()); err != nil {
-		return fmt.Errorf("segment: seal: %w", err)
-	}
+	// The indexes are not fsynced: a sealed segment's indexes are
+	// sanity-checked when they are first mapped and rebuilt from the .log
+	// if a crash left them short or zeroed.
 	return nil
 }
 
@@ -827,14 +823,17 @@ func (s *Segment) Close() error {
 func (s *Segment) Delete() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.deleted {
+	if !s.deleted {
+		s.deleted = true
+		_ = s.closeFilesLocked()
+		if s.opts.Budget != nil {
+			s.opts.Budget.release(s)
+		}
+	}
+	if s.removed {
 		return nil
 	}
-	s.deleted = true
-	_ = s.closeFilesLocked()
-	if s.opts.Budget != nil {
-		s.opts.Budget.release(s)
-	}
+	// A file that cannot be removed now is retried by the next Delete.
 	var errs []error
 	for _, suffix := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
 		if err := s.opts.FS.Remove(s.path(suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -844,6 +843,7 @@ func (s *Segment) Delete() error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("segment: delete: %w", err)
 	}
+	s.removed = true
 	return nil
 }
 

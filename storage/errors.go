@@ -35,6 +35,10 @@ var (
 	ErrUnknownTopic = errors.New("storage: unknown topic")
 	// ErrInvalidPartition is returned for a partition outside the topic.
 	ErrInvalidPartition = errors.New("storage: invalid partition")
+	// ErrLocked is returned by OpenStore and Open when another process
+	// (or another Store in this one) has the directory open: two owners
+	// would each recover and rewrite the other's active segments.
+	ErrLocked = errors.New("storage: directory in use by another seglog process")
 	// ErrInvalidBatch reports a batch a caller asked to append that is
 	// not valid (wraps the segment error that says why).
 	ErrInvalidBatch = errors.New("storage: invalid batch")

@@ -56,6 +56,8 @@ type Log struct {
 	syncCond *sync.Cond
 	syncing  bool
 
+	lock *dirLock // exclusive flock on dir, unless a Store holds its root's
+
 	// Background interval flusher.
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -85,8 +87,19 @@ func Open(dir string, opts Options) (*Log, error) {
 	l.syncCond = sync.NewCond(&l.syncMu)
 	ch := make(chan struct{})
 	l.notify.Store(&ch)
+	if !opts.unlocked {
+		if err := opts.FS.MkdirAll(dir, opts.DirMode); err != nil {
+			return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+		}
+		lock, err := lockDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		l.lock = lock
+	}
 	if err := l.load(); err != nil {
 		l.closeSegments()
+		l.lock.unlock()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	if opts.Sync == SyncInterval && !opts.externalFlusher {
@@ -428,6 +441,7 @@ func (l *Log) Close() error {
 	if err == nil && l.failure() == nil {
 		err = vfs.WriteFileAtomic(l.opts.FS, filepath.Join(l.dir, cleanShutdownFile), nil, l.opts.FileMode)
 	}
+	l.lock.unlock()
 	if err != nil {
 		return fmt.Errorf("storage: close %s: %w", l.dir, err)
 	}

@@ -106,6 +106,8 @@ type Options struct {
 
 	// externalFlusher: a Store drives interval syncs for its logs.
 	externalFlusher bool
+	// unlocked: a Store's lock covers the log; it takes none of its own.
+	unlocked bool
 }
 
 func (o Options) withDefaults() Options {

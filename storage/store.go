@@ -91,6 +91,7 @@ type Store struct {
 	logs   map[string]*Log // by partition directory name
 	closed bool
 
+	lock *dirLock      // exclusive flock on the root directory
 	rr   atomic.Uint64 // round-robin partitioner
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -108,12 +109,24 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 	s := &Store{root: root, opts: opts, budget: segment.NewBudget(opts.MaxOpenFiles), topics: map[string]int{}, logs: map[string]*Log{}, stop: make(chan struct{})}
 	s.opts.Log.Budget = s.budget
 	s.opts.Log.externalFlusher = true
+	s.opts.Log.unlocked = true // the store's lock covers its logs
 	fsys := opts.Log.FS
 	if err := fsys.MkdirAll(root, opts.Log.DirMode); err != nil {
 		return nil, fmt.Errorf("storage: open store: %w", err)
 	}
+	lock, err := lockDir(root)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lock
+	defer func() {
+		if s.lock != nil && s.closed {
+			s.lock.unlock()
+		}
+	}()
 	entries, err := fsys.ReadDir(root)
 	if err != nil {
+		s.closed = true
 		return nil, fmt.Errorf("storage: open store: %w", err)
 	}
 	parts := map[string][]int32{}
@@ -121,6 +134,7 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 		name := e.Name()
 		if strings.HasSuffix(name, ".deleted") {
 			if err := fsys.RemoveAll(filepath.Join(root, name)); err != nil {
+				s.closed = true
 				return nil, fmt.Errorf("storage: finish deleting %s: %w", name, err)
 			}
 			continue
@@ -130,6 +144,7 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 			continue // not a partition: the offsets store, a marker, notes
 		}
 		if e.Type()&fs.ModeSymlink != 0 {
+			s.closed = true
 			return nil, fmt.Errorf("storage: open store: %w: %s is a symbolic link; partition directories must be real directories inside the root", ErrCorrupt, filepath.Join(root, name))
 		}
 		if !e.IsDir() {
@@ -141,6 +156,7 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 		slices.Sort(ps)
 		for i, p := range ps {
 			if p != int32(i) {
+				s.closed = true
 				return nil, fmt.Errorf("storage: open store: %w: topic %s has partition %d but not %d", ErrCorrupt, topic, p, i)
 			}
 		}
@@ -441,6 +457,7 @@ func (s *Store) Close() error {
 	for _, l := range logs {
 		errs = append(errs, l.Close())
 	}
+	s.lock.unlock()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("storage: close store: %w", err)
 	}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strings"
+)
+
+// cli is one command's flag set, help text and error reporting.
+type cli struct {
+	name    string // "seglog dump"
+	usage   string // "seglog dump [flags] FILE..."
+	desc    string
+	example string
+	fs      *flag.FlagSet
+	e       *env
+}
+
+func newCLI(e *env, name, usage, desc, example string) *cli {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // we print errors and help ourselves
+	fs.Usage = func() {}
+	return &cli{name: name, usage: usage, desc: desc, example: example, fs: fs, e: e}
+}
+
+// help writes the command's full help.
+func (c *cli) help(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", c.usage, strings.TrimSpace(c.desc))
+	var b strings.Builder
+	c.fs.VisitAll(func(f *flag.Flag) {
+		typ, usage := flag.UnquoteUsage(f)
+		if typ != "" {
+			typ = " " + typ
+		}
+		fmt.Fprintf(&b, "  --%s%s\n", f.Name, typ)
+		fmt.Fprintf(&b, "        %s", strings.ReplaceAll(usage, "\n", "\n        "))
+		if !isZeroDefault(f) {
+			fmt.Fprintf(&b, " (default %s)", f.DefValue)
+		}
+		b.WriteString("\n")
+	})
+	if b.Len() > 0 {
+		fmt.Fprintf(w, "\nFlags:\n%s", b.String())
+	}
+	fmt.Fprintf(w, "\nExample:\n%s\n", indent(strings.TrimSpace(c.example), "  "))
+}
+
+func isZeroDefault(f *flag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "false", "0s":
+		return true
+	}
+	// A Value type's zero: compare with a fresh one.
+	t := reflect.TypeOf(f.Value)
+	if t.Kind() == reflect.Pointer {
+		z := reflect.New(t.Elem()).Interface().(flag.Value)
+		return z.String() == f.DefValue
+	}
+	return false
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// parse parses flags and positional arguments, which may be mixed
+// (flags after a file name work, as operators expect); "--" ends flags.
+// ok is false when the command must stop and return code: after --help
+// (0, help on stdout) or a bad flag (2, the error and help on stderr).
+func (c *cli) parse(args []string) (pos []string, code int, ok bool) {
+	for {
+		err := c.fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			c.help(c.e.stdout)
+			return nil, exitOK, false
+		}
+		if err != nil {
+			return nil, c.usageErr("%v", err), false
+		}
+		rest := c.fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, true
+		}
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), 0, true
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// usageErr reports bad usage: the message, then the help, on stderr; it
+// returns exit code 2.
+func (c *cli) usageErr(format string, args ...any) int {
+	fmt.Fprintf(c.e.stderr, "%s: %s\n\n", c.name, fmt.Sprintf(format, args...))
+	c.help(c.e.stderr)
+	return exitUsage
+}
+
+// fail reports a failure on stderr and returns exit code 1.
+func (c *cli) fail(format string, args ...any) int {
+	fmt.Fprintf(c.e.stderr, "%s: %s\n", c.name, fmt.Sprintf(format, args...))
+	return exitFailure
+}
+
+// warn writes a note on stderr.
+func (c *cli) warn(format string, args ...any) {
+	fmt.Fprintf(c.e.stderr, "%s: %s\n", c.name, fmt.Sprintf(format, args...))
+}
+
+// isSet reports whether the flag was given on the command line.
+func (c *cli) isSet(name string) bool {
+	set := false
+	c.fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+// requireDir checks that a data directory given with --dir exists, so that
+// a typo is an error rather than a new empty store.
+func requireDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("data directory %s: %w", dir, unwrapPathErr(err))
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("data directory %s: not a directory", dir)
+	}
+	return nil
+}
+
+// unwrapPathErr drops the *os.PathError wrapper whose path the caller
+// already prints.
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// lockDir checks that the data directory exists and can be opened, so
+// that a mistyped path is a clear error before anything is created. The
+// exclusive lock itself is storage.OpenStore's (a flock on the directory,
+// see storage.ErrLocked): two processes never own the same logs at once.
+func lockDir(dir string) (func(), error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dir, unwrapPathErr(err))
+	}
+	f.Close()
+	return func() {}, nil
+}
+
+// lockDirCreate is lockDir, creating the directory first when create is
+// set.
+func lockDirCreate(dir string, create bool) (func(), error) {
+	if create {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("data directory %s: %w", dir, unwrapPathErr(err))
+		}
+	}
+	return lockDir(dir)
+}

@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seglog/seglog/offsets"
+	"github.com/seglog/seglog/storage"
+)
+
+func TestProduceConsumeRoundTrip(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	var in strings.Builder
+	var want []string
+	for i := range 50 {
+		line := fmt.Sprintf("key-%d\tvalue %d: ünïcode \"q\"", i%5, i)
+		in.WriteString(line + "\n")
+		want = append(want, line)
+	}
+	r := seglog(t, in.String(), "produce", "--dir", dir, "--topic", "events", "--partitions", "3", "--key-separator", "\t", "--sync", "always", "--batch", "7", "--compression", "zstd")
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 50)
+	perPart := map[string]int{}
+	for _, l := range lines {
+		var p, off int
+		_, err := fmt.Sscanf(l, "%d %d", &p, &off)
+		require.NoError(t, err, l)
+		assert.Equal(t, perPart[fmt.Sprint(p)], off, "offsets are dense per partition")
+		perPart[fmt.Sprint(p)]++
+	}
+
+	// Text, with keys: the same lines (order across partitions differs).
+	r = seglog(t, "", "consume", "--dir", dir, "--topic", "events", "--key-separator", "\t")
+	require.Equal(t, 0, r.code, r.stderr)
+	got := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	assert.ElementsMatch(t, want, got)
+
+	// JSON.
+	r = seglog(t, "", "consume", "--dir", dir, "--topic", "events", "--format", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var fromJSON []string
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var rec struct {
+			Partition *int32
+			Offset    *int64
+			Timestamp int64
+			Key       string
+			Value     string
+			Headers   []any
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &rec), l)
+		require.NotNil(t, rec.Partition)
+		require.NotNil(t, rec.Offset)
+		require.NotNil(t, rec.Headers)
+		assert.InDelta(t, time.Now().UnixMilli(), rec.Timestamp, float64(time.Minute.Milliseconds()))
+		fromJSON = append(fromJSON, rec.Key+"\t"+rec.Value)
+	}
+	assert.ElementsMatch(t, want, fromJSON)
+
+	// --partition and --max.
+	r = seglog(t, "", "consume", "--dir", dir, "--topic", "events", "--partition", "1", "--max", "2", "--format", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, 2, strings.Count(r.stdout, `"partition":1`))
+}
+
+func TestProduceValuesOnlyAndBinary(t *testing.T) {
+	dir := t.TempDir()
+	in := "plain\n\nwith\rcr\nno newline at end"
+	r := seglog(t, in, "produce", "--dir", dir, "--topic", "v", "--partition", "0", "--linger", "5ms")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "0 0\n0 1\n0 2\n0 3\n", r.stdout)
+	r = seglog(t, "", "consume", "--dir", dir, "--topic", "v")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "plain\n\nwith\rcr\nno newline at end\n", r.stdout)
+	r = seglog(t, "", "consume", "--dir", dir, "--topic", "v", "--format", "json", "--from", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, 2, strings.Count(r.stdout, "\n"))
+	assert.Contains(t, r.stdout, `"key":null,"value":"with\rcr"`)
+
+	// A missing separator is an error with the line number.
+	r = seglog(t, "a:1\nnosep\n", "produce", "--dir", dir, "--topic", "v", "--key-separator", ":")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "stdin line 2 has no key separator")
+}
+
+func TestConsumeGroupAndFrom(t *testing.T) {
+	root := t.TempDir()
+	makeLog(t, root, "t", 1, 10, 10, 1024) // offsets 0..99, timestamps fixedTS + 10*offset
+	base := []string{"consume", "--dir", root, "--topic", "t", "--format", "json"}
+	offsetsOf := func(out string) []int64 {
+		var offs []int64
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if l == "" {
+				continue
+			}
+			var rec struct{ Offset int64 }
+			require.NoError(t, json.Unmarshal([]byte(l), &rec))
+			offs = append(offs, rec.Offset)
+		}
+		return offs
+	}
+	r := seglog(t, "", append(base, "--group", "g", "--max", "30")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, int64(0), offsetsOf(r.stdout)[0])
+	r = seglog(t, "", append(base, "--group", "g", "--max", "5")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, []int64{30, 31, 32, 33, 34}, offsetsOf(r.stdout), "resumes at the committed offset")
+	r = seglog(t, "", append(base, "--group", "g", "--max", "1", "--commit-first")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, []int64{35}, offsetsOf(r.stdout))
+
+	r = seglog(t, "", append(base, "--from", "ms:"+fmt.Sprint(fixedTS+10*42))...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, int64(42), offsetsOf(r.stdout)[0])
+	rfc := time.UnixMilli(fixedTS + 10*57 - 3).UTC().Format(time.RFC3339Nano)
+	r = seglog(t, "", append(base, "--from", rfc)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, int64(57), offsetsOf(r.stdout)[0])
+	r = seglog(t, "", append(base, "--from", "latest")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Empty(t, r.stdout)
+	r = seglog(t, "", append(base, "--from", "yesterday")...)
+	assert.Equal(t, 2, r.code)
+
+	// Retention deleted below the committed offset: said, and reset.
+	s, err := storage.OpenStore(root, storage.StoreOptions{})
+	require.NoError(t, err)
+	l, err := s.Log("t", 0)
+	require.NoError(t, err)
+	_, err = l.DeleteSegmentsBefore(60)
+	require.NoError(t, err)
+	start := l.StartOffset()
+	require.Greater(t, start, int64(36))
+	require.NoError(t, s.Close())
+	r = seglog(t, "", append(base, "--group", "g", "--max", "1")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "committed offset 36 on t-0 is below the log start")
+	assert.Equal(t, []int64{start}, offsetsOf(r.stdout))
+}
+
+func TestConsumeFollowStopsOnCancel(t *testing.T) {
+	root := t.TempDir()
+	makeLog(t, root, "t", 2, 2, 3, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan result, 1)
+	go func() {
+		done <- seglogCtx(t, ctx, "", "consume", "--dir", root, "--topic", "t", "--group", "tail", "--follow")
+	}()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("consume --follow did not stop")
+	}
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, 12, strings.Count(r.stdout, "\n"))
+	st, err := offsets.Open(filepath.Join(root, "offsets"), offsets.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	for p := int32(0); p < 2; p++ {
+		pos, err := st.Fetch("tail", "t", p)
+		require.NoError(t, err)
+		assert.Equal(t, int64(6), pos.Offset)
+	}
+}
+
+func TestOffsetsLagAndReset(t *testing.T) {
+	root := t.TempDir()
+	makeLog(t, root, "t", 2, 5, 10, 0) // 50 records per partition
+	st, err := offsets.Open(filepath.Join(root, "offsets"), offsets.Options{})
+	require.NoError(t, err)
+	require.NoError(t, st.Commit("g1", "t", 0, 45, ""))
+	require.NoError(t, st.Commit("g2", "t", 1, 10, ""))
+	require.NoError(t, st.Close())
+
+	r := seglog(t, "", "offsets", "--dir", root)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `g1\s+t\s+0\s+45\s+0\s+50\s+5\n`, r.stdout)
+	assert.Regexp(t, `g1\s+t\s+1\s+-\s+0\s+50\s+50\n`, r.stdout)
+	assert.Regexp(t, `g2\s+t\s+1\s+10\s+0\s+50\s+40\n`, r.stdout)
+
+	r = seglog(t, "", "offsets", "--dir", root, "--group", "g2", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `{"group":"g2","topic":"t","partition":1,"committed":10,"log_start":0,"log_end":50,"lag":40}`)
+
+	r = seglog(t, "", "offsets", "--dir", root, "--max-lag", "40")
+	assert.Equal(t, 1, r.code, "g1 lags 50 on partition 1")
+	assert.Contains(t, r.stderr, "group g1 lags 50 records on t-1")
+	r = seglog(t, "", "offsets", "--dir", root, "--group", "g2", "--max-lag", "50")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `g2\s+t\s+0\s+-\s+0\s+50\s+50\n`, r.stdout, "no commit: the whole partition")
+
+	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g1", "--topic", "t", "--to", "latest")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "t-1 reset to offset 50")
+	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g2", "--topic", "t", "--partition", "1", "--to", "7")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g2", "--topic", "t", "--to", "99")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "nothing was changed")
+	r = seglog(t, "", "offsets", "--dir", root, "--max-lag", "50")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `g1\s+t\s+0\s+50\s+0\s+50\s+0\n`, r.stdout)
+	assert.Regexp(t, `g1\s+t\s+1\s+50\s+0\s+50\s+0\n`, r.stdout)
+	assert.Regexp(t, `g2\s+t\s+1\s+7\s+0\s+50\s+43\n`, r.stdout)
+
+	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g2", "--topic", "t")
+	assert.Equal(t, 2, r.code)
+}
+
+func TestRetentionDryRunAndReal(t *testing.T) {
+	root := t.TempDir()
+	makeLog(t, root, "t", 1, 40, 5, 1024)
+	segs := logs(t, filepath.Join(root, "t-0"))
+	require.Greater(t, len(segs), 3)
+	before := hashTree(t, root)
+
+	r := seglog(t, "", "retention", "--dir", root, "--dry-run", "--max-bytes", "1", "--min-segments", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "would delete "+fmt.Sprint(len(segs)-2)+" segments")
+	assert.Contains(t, r.stdout, "size")
+	after := hashTree(t, root)
+	for name := range before {
+		if strings.HasSuffix(name, ".log") || strings.HasSuffix(name, "log-start-offset") {
+			assert.Equal(t, before[name], after[name], "dry run changed %s", name)
+		}
+	}
+	assert.Len(t, logs(t, filepath.Join(root, "t-0")), len(segs))
+
+	r = seglog(t, "", "retention", "--dir", root, "--max-bytes", "1", "--min-segments", "2", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, len(segs)-2, strings.Count(r.stdout, `"reason":"size"`))
+	assert.Len(t, logs(t, filepath.Join(root, "t-0")), 2)
+	r = seglog(t, "", "verify", root)
+	assert.Equal(t, 0, r.code, r.stderr)
+
+	r = seglog(t, "", "retention", "--dir", root)
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "no policy")
+}
+
+func TestTopics(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "d")
+	r := seglog(t, "", "topics", "create", "--dir", root, "--topic", "a", "--partitions", "3")
+	require.Equal(t, 0, r.code, r.stderr)
+	makeLog(t, root, "b", 1, 2, 2, 0)
+	r = seglog(t, "", "topics", "--dir", root)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `a\s+2\s+1\s+0 B\s+0\s+0\s+0\n`, r.stdout)
+	assert.Regexp(t, `b\s+0\s+1\s+\d+ B\s+0\s+4\s+4\n`, r.stdout)
+	r = seglog(t, "", "topics", "delete", "--dir", root, "--topic", "a")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = seglog(t, "", "topics", "--dir", root, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, `"topic":"a"`)
+	r = seglog(t, "", "topics", "delete", "--dir", root, "--topic", "a")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "topic a does not exist")
+	r = seglog(t, "", "topics", "create", "--dir", root, "--topic", "../x", "--partitions", "1")
+	assert.Equal(t, 2, r.code)
+}
+
+func TestHelpAndUsage(t *testing.T) {
+	cmds := []string{"dump", "verify", "produce", "consume", "offsets", "retention", "topics", "bench"}
+	for _, c := range cmds {
+		for _, args := range [][]string{{c, "--help"}, {c, "-h"}, {"help", c}} {
+			r := seglog(t, "", args...)
+			assert.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+			assert.Contains(t, r.stdout, "Example", "%v", args)
+			assert.Contains(t, r.stdout, "seglog "+c, "%v", args)
+		}
+	}
+	for _, args := range [][]string{{"offsets", "reset", "--help"}, {"topics", "create", "--help"}, {"topics", "delete", "--help"}} {
+		r := seglog(t, "", args...)
+		assert.Equal(t, 0, r.code, "%v", args)
+		assert.Contains(t, r.stdout, "Example", "%v", args)
+	}
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
+		r := seglog(t, "", args...)
+		assert.Equal(t, 0, r.code)
+		for _, c := range cmds {
+			assert.Contains(t, r.stdout, "  "+c+" ")
+		}
+		assert.Contains(t, r.stdout, "Example")
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "Usage: seglog COMMAND"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"--verbose"}, "unknown flag"},
+		{[]string{"help", "frobnicate"}, "unknown command"},
+		{[]string{"dump", "--bogus", "x.log"}, "flag provided but not defined: -bogus"},
+		{[]string{"dump"}, "no FILE given"},
+		{[]string{"dump", "--max-value-bytes", "x", "a.log"}, "invalid value"},
+		{[]string{"verify", "a", "b"}, "exactly one DIR"},
+		{[]string{"produce", "--topic", "t"}, "--dir is required"},
+		{[]string{"produce", "--dir", dir}, "--topic is required"},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--sync", "sometimes"}, "--sync"},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--compression", "lz5"}, "--compression"},
+		{[]string{"produce", "--dir", dir, "--topic", "bad/name"}, "invalid topic"},
+		{[]string{"consume", "--dir", dir, "--topic", "t", "--format", "xml"}, "--format"},
+		{[]string{"consume", "--dir", dir, "--topic", "t", "--commit-first"}, "needs --group"},
+		{[]string{"offsets"}, "--dir is required"},
+		{[]string{"offsets", "reset", "--dir", dir, "--group", "g", "--topic", "t", "--to", "soon"}, "--to"},
+		{[]string{"topics", "--dir", dir, "rename"}, "unknown subcommand"},
+		{[]string{"bench", "--bogus"}, ""},
+	} {
+		r := seglog(t, "", tc.args...)
+		assert.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
+		assert.Contains(t, r.stderr, tc.want, "%v", tc.args)
+		assert.Empty(t, r.stdout, "%v", tc.args)
+	}
+}
+
+func TestMissingDirectoryIsAClearError(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-dir")
+	for _, args := range [][]string{
+		{"consume", "--dir", missing, "--topic", "t"},
+		{"offsets", "--dir", missing},
+		{"offsets", "reset", "--dir", missing, "--group", "g", "--topic", "t", "--to", "0"},
+		{"retention", "--dir", missing, "--max-age", "1h"},
+		{"topics", "--dir", missing},
+		{"topics", "delete", "--dir", missing, "--topic", "t"},
+		{"verify", missing},
+	} {
+		r := seglog(t, "", args...)
+		assert.Equal(t, 1, r.code, "%v", args)
+		assert.Contains(t, r.stderr, missing+": no such file or directory", "%v", args)
+		_, err := os.Stat(missing)
+		assert.True(t, os.IsNotExist(err), "%v created the directory", args)
+	}
+	root := t.TempDir()
+	r := seglog(t, "", "consume", "--dir", root, "--topic", "nope")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "topic nope does not exist in "+root)
+}
+
+func TestDirectoryLockedByAnotherProcess(t *testing.T) {
+	root := t.TempDir()
+	held, err := storage.OpenStore(root, storage.StoreOptions{})
+	require.NoError(t, err)
+	defer held.Close()
+	r := seglog(t, "x\n", "produce", "--dir", root, "--topic", "t")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "in use by another seglog process")
+	// Read-only commands do not take the lock.
+	r = seglog(t, "", "verify", root)
+	assert.Equal(t, 0, r.code, r.stderr)
+}

@@ -1,0 +1,381 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/segment"
+)
+
+const dumpDesc = `
+Print what is in segment files, read-only:
+  .log        one line per batch: base and last offset, position, size,
+              record count, codec, timestamps (ms since the epoch),
+              producer fields, leader epoch, checksum and whether it is valid;
+              --records adds one line per record (offset, timestamp, key,
+              value, headers), keys and values Go-quoted so that binary
+              bytes are escaped, cut at --max-value-bytes.
+  .index      one line per offset-index entry (offset, file position)
+  .timeindex  one line per time-index entry (timestamp, offset)
+Unused (all-zero) entries of a preallocated active index are counted, not
+printed. A damaged file is dumped up to the damage, which is reported on
+stderr with the file and byte position; the exit code is then 1.
+
+--json prints one JSON object per line instead, with a "type" field:
+"batch", "record", "offset_index_entry", "time_index_entry", "index_check"
+or "error". Keys and values are JSON strings when they are valid UTF-8, else
+base64 with "key_encoding"/"value_encoding": "base64"; null is null.`
+
+const dumpExample = `
+seglog dump data/orders-0/00000000000000000000.log
+seglog dump --records --max-value-bytes 64 data/orders-0/00000000000368769.log
+seglog dump --verify-index --json data/orders-0/*.log | jq 'select(.type=="error")'`
+
+type dumpOptions struct {
+	records     bool
+	maxValue    int
+	verifyIndex bool
+	json        bool
+}
+
+func runDump(e *env, args []string) int {
+	c := newCLI(e, "seglog dump", "seglog dump [flags] FILE...", dumpDesc, dumpExample)
+	var o dumpOptions
+	c.fs.BoolVar(&o.records, "records", false, "print every record of each batch of a .log")
+	c.fs.IntVar(&o.maxValue, "max-value-bytes", 256, "cut keys, values and header values longer than this in --records output (0: never)")
+	c.fs.BoolVar(&o.verifyIndex, "verify-index", false, "check that each index entry points at the start of a batch with that offset and that the time index agrees with the batches")
+	c.fs.BoolVar(&o.json, "json", false, "print JSON lines instead of text")
+	files, code, ok := c.parse(args)
+	if !ok {
+		return code
+	}
+	if len(files) == 0 {
+		return c.usageErr("no FILE given")
+	}
+	if o.maxValue < 0 {
+		return c.usageErr("--max-value-bytes %d is negative", o.maxValue)
+	}
+	for _, f := range files {
+		if !strings.HasSuffix(f, segment.LogSuffix) && !strings.HasSuffix(f, segment.IndexSuffix) && !strings.HasSuffix(f, segment.TimeIndexSuffix) {
+			return c.usageErr("%s: not a .log, .index or .timeindex file", f)
+		}
+	}
+	w := bufio.NewWriterSize(e.stdout, 256<<10)
+	d := &dumper{w: w, stderr: e.stderr, o: o, name: c.name}
+	for _, f := range files {
+		d.file(f)
+	}
+	if err := w.Flush(); err != nil {
+		return c.fail("write output: %v", err)
+	}
+	if d.problems > 0 {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// dumper writes dump output; it counts the problems it reported.
+type dumper struct {
+	w        *bufio.Writer
+	stderr   io.Writer
+	o        dumpOptions
+	name     string
+	problems int
+}
+
+type errorJSON struct {
+	Type     string `json:"type"`
+	File     string `json:"file"`
+	Position *int64 `json:"position,omitempty"`
+	Error    string `json:"error"`
+}
+
+// problem reports damage at pos of file (pos < 0: no position) on stderr
+// and, with --json, in the output too.
+func (d *dumper) problem(file string, pos int64, msg string) {
+	d.problems++
+	if d.o.json {
+		ej := errorJSON{Type: "error", File: file, Error: msg}
+		if pos >= 0 {
+			ej.Position = &pos
+		}
+		_ = writeJSONLine(d.w, ej)
+	}
+	_ = d.w.Flush() // so that the error follows what was dumped before it
+	fmt.Fprintf(d.stderr, "%s: %s\n", d.name, msg)
+}
+
+func (d *dumper) file(path string) {
+	switch {
+	case strings.HasSuffix(path, segment.LogSuffix):
+		f, size, err := openLogFile(path)
+		if err != nil {
+			d.problem(path, -1, err.Error())
+			return
+		}
+		defer f.Close()
+		base, named := segmentBase(path)
+		var chk *indexChecker
+		if d.o.verifyIndex {
+			if !named {
+				d.problem(path, -1, fmt.Sprintf("%s: --verify-index needs a segment file name (20 digits of base offset)", path))
+			} else {
+				chk = loadIndexChecker(path, base)
+			}
+		}
+		d.log(f, size, path, base, named, chk)
+	case strings.HasSuffix(path, segment.IndexSuffix), strings.HasSuffix(path, segment.TimeIndexSuffix):
+		d.index(path)
+		if d.o.verifyIndex {
+			d.verifyIndexOf(path)
+		}
+	}
+}
+
+type batchJSON struct {
+	Type          string `json:"type"`
+	File          string `json:"file"`
+	BaseOffset    int64  `json:"base_offset"`
+	LastOffset    int64  `json:"last_offset"`
+	Count         int32  `json:"count"`
+	Position      int64  `json:"position"`
+	Size          int    `json:"size"`
+	Codec         string `json:"codec"`
+	BaseTimestamp int64  `json:"base_timestamp"`
+	MaxTimestamp  int64  `json:"max_timestamp"`
+	ProducerID    int64  `json:"producer_id"`
+	ProducerEpoch int16  `json:"producer_epoch"`
+	BaseSequence  int32  `json:"base_sequence"`
+	LeaderEpoch   int32  `json:"leader_epoch"`
+	Checksum      string `json:"checksum"`
+	Valid         bool   `json:"valid"`
+}
+
+// log dumps a .log read through r. It never panics on any bytes: every
+// decoding is the segment package's hostile-input-safe decoders.
+func (d *dumper) log(r io.ReaderAt, size int64, path string, base int64, named bool, chk *indexChecker) {
+	if !d.o.json {
+		fmt.Fprintf(d.w, "Dumping %s\n", path)
+	}
+	s := newLogScanner(r, size, path)
+	var it segment.RecordIter
+	next, haveNext := base, named
+	for s.Next() {
+		h, pos := s.Header, s.Pos
+		valid := s.VerifyErr == nil
+		if d.o.json {
+			_ = writeJSONLine(d.w, batchJSON{Type: "batch", File: path, BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(),
+				Count: h.RecordCount, Position: pos, Size: h.Size(), Codec: h.Codec().String(),
+				BaseTimestamp: h.BaseTimestamp, MaxTimestamp: h.MaxTimestamp, ProducerID: h.ProducerID,
+				ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence, LeaderEpoch: h.LeaderEpoch,
+				Checksum: fmt.Sprintf("%#016x", h.Checksum), Valid: valid})
+		} else {
+			fmt.Fprintf(d.w, "baseOffset: %d lastOffset: %d count: %d position: %d size: %d codec: %s baseTimestamp: %d maxTimestamp: %d producerId: %d producerEpoch: %d baseSequence: %d leaderEpoch: %d checksum: %#016x valid: %t\n",
+				h.BaseOffset, h.LastOffset(), h.RecordCount, pos, h.Size(), h.Codec(), h.BaseTimestamp, h.MaxTimestamp,
+				h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LeaderEpoch, h.Checksum, valid)
+		}
+		if !valid {
+			d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch at offset %d: %v", path, pos, h.BaseOffset, s.VerifyErr))
+		}
+		if haveNext && h.BaseOffset != next {
+			d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch base offset %d, expected %d (offsets must follow on)", path, pos, h.BaseOffset, next))
+		}
+		next, haveNext = h.NextOffset(), true
+		if chk != nil {
+			chk.batch(pos, h)
+		}
+		if d.o.records && valid {
+			d.records(&it, s.Batch, path, pos)
+		}
+	}
+	if err := s.Err(); err != nil {
+		d.problem(path, s.End(), err.Error())
+	}
+	if chk != nil {
+		chk.finish(s.End())
+		d.indexCheckResult(chk)
+	}
+}
+
+func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos int64) {
+	if err := it.Reset(batch, segment.DefaultLimits); err != nil {
+		d.problem(path, pos, fmt.Sprintf("%s at byte %d: %v", path, pos, err))
+		return
+	}
+	for it.Next() {
+		r := it.Record()
+		if d.o.json {
+			rj := newRecordJSON(r, d.o.maxValue)
+			rj.Type, rj.File = "record", path
+			if r.Value != nil {
+				n := len(r.Value)
+				rj.ValueSize = &n
+			}
+			_ = writeJSONLine(d.w, rj)
+			continue
+		}
+		fmt.Fprintf(d.w, "| offset: %d timestamp: %d key: %s value: %s headers: %s\n", r.Offset, r.Timestamp,
+			quoteBytes(r.Key, d.o.maxValue), quoteBytes(r.Value, d.o.maxValue), quoteHeaders(r.Headers, d.o.maxValue))
+	}
+	if err := it.Err(); err != nil {
+		d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch at offset %d: %v", path, pos, it.Header().BaseOffset, err))
+	}
+}
+
+type indexCheckJSON struct {
+	Type          string   `json:"type"`
+	OffsetIndex   string   `json:"offset_index"`
+	TimeIndex     string   `json:"time_index"`
+	OffsetEntries int      `json:"offset_entries"`
+	TimeEntries   int      `json:"time_entries"`
+	OK            bool     `json:"ok"`
+	Problems      []string `json:"problems"`
+}
+
+func (d *dumper) indexCheckResult(chk *indexChecker) {
+	if d.o.json {
+		_ = writeJSONLine(d.w, indexCheckJSON{Type: "index_check", OffsetIndex: chk.oPath, TimeIndex: chk.tPath,
+			OffsetEntries: len(chk.offs), TimeEntries: len(chk.times), OK: len(chk.problems) == 0, Problems: append([]string{}, chk.problems...)})
+	} else {
+		status := "ok"
+		if n := len(chk.problems); n > 0 {
+			status = fmt.Sprintf("%d problem(s), see stderr", n)
+		}
+		fmt.Fprintf(d.w, "Index check %s (%d entries), %s (%d entries): %s\n", chk.oPath, len(chk.offs), chk.tPath, len(chk.times), status)
+	}
+	_ = d.w.Flush()
+	for _, p := range chk.problems {
+		d.problems++
+		fmt.Fprintf(d.stderr, "%s: %s\n", d.name, p)
+	}
+}
+
+// verifyIndexOf checks an index file against its segment's .log, scanned
+// without printing it.
+func (d *dumper) verifyIndexOf(path string) {
+	base, ok := segmentBase(path)
+	if !ok {
+		d.problem(path, -1, fmt.Sprintf("%s: --verify-index needs a segment file name (20 digits of base offset)", path))
+		return
+	}
+	logPath := siblingPath(path, segment.LogSuffix)
+	f, size, err := openLogFile(logPath)
+	if err != nil {
+		d.problem(logPath, -1, fmt.Sprintf("--verify-index of %s needs its log: %v", path, err))
+		return
+	}
+	defer f.Close()
+	chk := loadIndexChecker(logPath, base)
+	s := newLogScanner(f, size, logPath)
+	for s.Next() {
+		chk.batch(s.Pos, s.Header)
+	}
+	if err := s.Err(); err != nil {
+		chk.problemf("%v (the log is damaged: entries after byte %d cannot be checked)", err, s.End())
+	}
+	chk.finish(s.End())
+	d.indexCheckResult(chk)
+}
+
+type offsetEntryJSON struct {
+	Type     string `json:"type"`
+	File     string `json:"file"`
+	Entry    int    `json:"entry"`
+	Offset   int64  `json:"offset"`
+	Position int64  `json:"position"`
+}
+
+type timeEntryJSON struct {
+	Type      string `json:"type"`
+	File      string `json:"file"`
+	Entry     int    `json:"entry"`
+	Timestamp int64  `json:"timestamp"`
+	Offset    int64  `json:"offset"`
+}
+
+// index dumps an .index or .timeindex file with index.DecodeOffsetEntries
+// or index.DecodeTimeEntries.
+func (d *dumper) index(path string) {
+	b, err := readSmallFile(path)
+	if err != nil {
+		d.problem(path, -1, err.Error())
+		return
+	}
+	base, named := segmentBase(path)
+	if !named {
+		fmt.Fprintf(d.stderr, "%s: %s: the file name is not a segment name (20 digits of base offset): offsets are shown relative to 0\n", d.name, path)
+	}
+	isTime := strings.HasSuffix(path, segment.TimeIndexSuffix)
+	if !d.o.json {
+		kind := "offset index"
+		if isTime {
+			kind = "time index"
+		}
+		fmt.Fprintf(d.w, "Dumping %s (%s, base offset %d)\n", path, kind, base)
+	}
+	var used, total int
+	var decErr error
+	var tail string
+	entrySize := index.OffsetEntrySize
+	if isTime {
+		entrySize = index.TimeEntrySize
+		all, err := index.DecodeTimeEntries(b, base)
+		entries, t := usedTimeEntries(all, base)
+		used, total, decErr, tail = len(entries), len(all), err, t
+		for i, e := range entries {
+			if d.o.json {
+				_ = writeJSONLine(d.w, timeEntryJSON{Type: "time_index_entry", File: path, Entry: i, Timestamp: e.Timestamp, Offset: e.Offset})
+			} else {
+				fmt.Fprintf(d.w, "timestamp: %d offset: %d\n", e.Timestamp, e.Offset)
+			}
+		}
+	} else {
+		all, err := index.DecodeOffsetEntries(b, base)
+		entries, t := usedOffsetEntries(all, base)
+		used, total, decErr, tail = len(entries), len(all), err, t
+		for i, e := range entries {
+			if d.o.json {
+				_ = writeJSONLine(d.w, offsetEntryJSON{Type: "offset_index_entry", File: path, Entry: i, Offset: e.Offset, Position: e.Position})
+			} else {
+				fmt.Fprintf(d.w, "offset: %d position: %d\n", e.Offset, e.Position)
+			}
+		}
+	}
+	if !d.o.json && total > used {
+		fmt.Fprintf(d.w, "(%d unused all-zero entries follow: preallocated space of an active segment)\n", total-used)
+	}
+	if tail != "" {
+		d.problem(path, int64(used*entrySize), fmt.Sprintf("%s: %s", path, tail))
+	}
+	if decErr != nil {
+		d.problem(path, int64(total*entrySize), fmt.Sprintf("%s at byte %d: %v", path, total*entrySize, decErr))
+	}
+}
+
+// dumpLogBytes dumps the bytes of a .log as if read from a file named
+// name: the fuzz target's entry point.
+func dumpLogBytes(w, stderr io.Writer, data []byte, name string, o dumpOptions) int {
+	bw := bufio.NewWriter(w)
+	d := &dumper{w: bw, stderr: stderr, o: o, name: "seglog dump"}
+	base, named := segmentBase(name)
+	d.log(readerAtBytes(data), int64(len(data)), name, base, named, nil)
+	_ = bw.Flush()
+	return d.problems
+}
+
+type readerAtBytes []byte
+
+func (b readerAtBytes) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(b)) {
+		return 0, fmt.Errorf("read at %d: %w", off, os.ErrInvalid)
+	}
+	n := copy(p, b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seglog/seglog/offsets"
+	"github.com/seglog/seglog/segment"
+)
+
+// verifyData makes a data directory with two topics, several segments per
+// partition and an offset store with commits.
+func verifyData(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	makeLog(t, root, "orders", 2, 30, 5, 2048)
+	makeLog(t, root, "audit", 1, 3, 2, 0)
+	st, err := offsets.Open(filepath.Join(root, "offsets"), offsets.Options{})
+	require.NoError(t, err)
+	require.NoError(t, st.Commit("billing", "orders", 0, 40, ""))
+	require.NoError(t, st.Commit("billing", "orders", 1, 150, ""))
+	require.NoError(t, st.Close())
+	return root
+}
+
+func TestVerifyClean(t *testing.T) {
+	root := verifyData(t)
+	before := hashTree(t, root)
+	r := seglog(t, "", "verify", root)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Empty(t, r.stderr)
+	assert.Contains(t, r.stdout, "orders-0: ")
+	assert.Contains(t, r.stdout, "orders-1: ")
+	assert.Contains(t, r.stdout, "audit-0: 1 segments, 3 batches, 6 records, offsets [0, 6)")
+	assert.Contains(t, r.stdout, "offsets: 1 groups, 2 committed positions: ok")
+	assert.Contains(t, r.stdout, "3 partitions of 2 topics")
+	assert.Contains(t, r.stdout, ": 0 errors, 0 warnings")
+	assert.Equal(t, before, hashTree(t, root), "verify changed the directory")
+
+	// A single partition directory, and --deep.
+	r = seglog(t, "", "verify", "--deep", filepath.Join(root, "orders-1"))
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "orders-1: ")
+	assert.Equal(t, before, hashTree(t, root))
+}
+
+func TestVerifyFindsDamageAndChangesNothing(t *testing.T) {
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, root string)
+		want   string
+	}{
+		{"bit flip in a sealed segment", func(t *testing.T, root string) {
+			flip(t, filepath.Join(root, "orders-0", segment.FileName(0, segment.LogSuffix)), segment.HeaderSize+20)
+		}, "checksum mismatch"},
+		{"bit flip in the active segment", func(t *testing.T, root string) {
+			p := lastLog(t, filepath.Join(root, "orders-1"))
+			flip(t, p, segment.HeaderSize+2)
+		}, "checksum mismatch"},
+		{"truncated sealed segment", func(t *testing.T, root string) {
+			p := filepath.Join(root, "orders-0", segment.FileName(0, segment.LogSuffix))
+			fi, err := os.Stat(p)
+			require.NoError(t, err)
+			require.NoError(t, os.Truncate(p, fi.Size()-3))
+		}, "runs past the end of the file"},
+		{"missing segment", func(t *testing.T, root string) {
+			segs := logs(t, filepath.Join(root, "orders-0"))
+			require.Greater(t, len(segs), 2)
+			require.NoError(t, os.Remove(segs[1]))
+		}, "a gap or an overlap between segments"},
+		{"corrupt checkpoint", func(t *testing.T, root string) {
+			require.NoError(t, os.WriteFile(filepath.Join(root, "audit-0", "recovery-point"), []byte("seglog recovery-point v1 6 0000000000000000\n"), 0o644))
+		}, "recovery-point"},
+		{"flipped offset store snapshot or journal", func(t *testing.T, root string) {
+			ents, err := os.ReadDir(filepath.Join(root, "offsets"))
+			require.NoError(t, err)
+			for _, e := range ents {
+				if e.Name() != "LOCK" {
+					p := filepath.Join(root, "offsets", e.Name())
+					fi, err := os.Stat(p)
+					require.NoError(t, err)
+					if fi.Size() > 30 {
+						flip(t, p, 30)
+						return
+					}
+				}
+			}
+			t.Fatal("no offsets file to damage")
+		}, "offsets"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := verifyData(t)
+			tc.damage(t, root)
+			before := hashTree(t, root)
+			r := seglog(t, "", "verify", root)
+			assert.Equal(t, 1, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			assert.Contains(t, r.stderr, "ERROR")
+			assert.Contains(t, r.stderr, tc.want)
+			assert.Equal(t, before, hashTree(t, root), "verify changed a damaged directory")
+		})
+	}
+}
+
+func TestVerifyUsage(t *testing.T) {
+	r := seglog(t, "", "verify")
+	assert.Equal(t, 2, r.code)
+	missing := filepath.Join(t.TempDir(), "nope")
+	r = seglog(t, "", "verify", missing)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, missing+": no such file or directory")
+}
+
+func flip(t *testing.T, path string, at int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Less(t, at, int64(len(b)))
+	b[at] ^= 0x04
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, fi.Mode()))
+}
+
+func logs(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*"+segment.LogSuffix))
+	require.NoError(t, err)
+	return m
+}
+
+func lastLog(t *testing.T, dir string) string {
+	l := logs(t, dir)
+	require.NotEmpty(t, l)
+	return l[len(l)-1]
+}

@@ -1,0 +1,81 @@
+// Package retention owns the cleaner: the policies that decide which
+// segments of a partition are no longer needed (consumed, too old, over a
+// size budget), a background goroutine that applies them on an interval,
+// an on-demand RunOnce and a dry run that only reports. It owns no files:
+// deciding is here (Plan, a pure function of a segment listing), deleting
+// is the log's (storage.Log.DeleteSegmentsBefore).
+//
+// # Policies
+//
+// A Policy is chosen per topic (Options.Topics, whole Policy) with a
+// default (Options.Default). Its parts combine with OR: a segment goes if
+// any enabled part says so.
+//
+//   - Consumed: a segment goes when MinCommitted(topic, partition) >= its
+//     NextOffset, that is when every group that reads the topic has
+//     committed past its last record. A group that reads the topic but has
+//     not committed on the partition counts as 0 and holds everything. When
+//     no group reads the topic, nothing counts as consumed.
+//   - MaxAge: a segment goes when its newest timestamp (SegmentInfo.
+//     MaxTimestamp) is more than MaxAge before now.
+//   - MaxBytes: the oldest segments go while the partition's bytes (every
+//     .log, the active one included) exceed MaxBytes.
+//
+// A sealed segment that holds no records qualifies under every enabled
+// part: deleting it loses nothing. Then two caps apply: only a prefix
+// goes (the first segment that no part selects stops the walk, so
+// retention never makes a hole), the active segment never goes, and at
+// least MinSegments segments (the active one included) are kept. A Policy
+// with no part enabled deletes nothing, and its partitions are not even
+// opened.
+//
+// # Running
+//
+// RunOnce walks every partition of every topic of the Store, a few
+// partitions at a time (Options.Workers). For each it lists the segments,
+// asks Consumed when the policy needs it, calls Plan, and then calls
+// DeleteSegmentsBefore with the NextOffset of the last segment planned. A
+// failure on one partition (a log that does not open, a listing that fails,
+// a start offset that cannot be written, a file that cannot be removed, even
+// a panic) is a Failure in the Report and a count in Stats; the other
+// partitions go on, and the partition is tried again on the next run: the
+// cleaner remembers partitions whose files were not all removed and calls
+// DeleteSegmentsBefore on them again even when nothing new is planned. The
+// cleaner never stops because of a partition. Runs are serialized: a
+// RunOnce waits for a running one.
+//
+// Start runs RunOnce every Options.Interval in one goroutine that Close
+// stops and waits for. Close does not close the Store.
+//
+// # Crashes
+//
+// The cleaner keeps no state on disk. DeleteSegmentsBefore first makes the
+// new start offset durable (log-start-offset, replaced atomically) and only
+// then removes files; storage.Open deletes segments wholly below the start
+// offset and orphaned index files. So a crash at any point leaves either
+// the old start offset with every file (the deletion did not happen and
+// the next run plans it again) or the new start offset, with the files below
+// it possibly present and removed by the next open: never a hole in the
+// offsets and never an index without its log. Readers inside a deleted
+// segment finish their read or get storage.ErrOffsetOutOfRange; a consumer
+// whose position fell below the start offset gets ErrOffsetOutOfRange from
+// its read, and resets to StartOffset (or to FirstUnexpired of it).
+//
+// # Cost
+//
+// Listing and planning are cheap (about 40 ms for 1,000 partitions of 20
+// segments once segment metadata is known). A run's time is the deletions:
+// each partition that loses segments costs one DeleteSegmentsBefore, which
+// fsyncs the start-offset checkpoint and the directory, whatever the number
+// of segments; hence one call per partition and a few partitions at once.
+// The first listing of a just-opened log reads every sealed segment's time
+// index (storage.Log.Segments reports MaxTimestamp). See
+// BenchmarkRunOnce1000x20.
+//
+// # Expiry at consumption
+//
+// As Kestrel does, expiry need not wait for the timer: FirstUnexpired tells
+// a consumer where the first segment that is not expired under an age limit
+// begins, so it can skip an expired head that the cleaner has not deleted
+// yet. It reads the segment listing only and deletes nothing.
+package retention

@@ -916,7 +916,12 @@ func (s *Segment) ReadBatches(dst []byte, offset int64, maxBytes int, limit int6
 		}
 		q += int64(h.Size())
 	}
-	return buf[first:q], nil
+	// Return the batches at the start of the buffer, so that a caller
+	// that passes the result back keeps the whole buffer's capacity.
+	if first > 0 {
+		copy(buf, buf[first:q])
+	}
+	return buf[:q-first], nil
 }
 
 var errNeedMore = errors.New("header not in buffer")

@@ -56,6 +56,8 @@ type Log struct {
 	syncCond *sync.Cond
 	syncing  bool
 
+	appending atomic.Int64 // appenders between entering append and releasing writeMu
+
 	lock *dirLock // exclusive flock on dir, unless a Store holds its root's
 
 	// Background interval flusher.

@@ -848,7 +848,7 @@ func (s *Segment) Delete() error {
 }
 
 // ReadBatches reads whole batches starting with the one that holds offset,
-// stopping before a batch with a base offset at or past limit, at most
+// stopping before a batch with a record at or past limit, at most
 // maxBytes in all but always the first batch. It reuses dst's memory. It
 // does one read for the common case: from the index entry at or below
 // offset, one index interval plus maxBytes, scanning the batch headers in
@@ -901,7 +901,7 @@ func (s *Segment) ReadBatches(dst []byte, offset int64, maxBytes int, limit int6
 			}
 			return nil, err
 		}
-		if h.BaseOffset >= limit || (q > first && q+int64(h.Size())-first > int64(maxBytes)) {
+		if h.LastOffset() >= limit || (q > first && q+int64(h.Size())-first > int64(maxBytes)) {
 			break
 		}
 		if q+int64(h.Size()) > int64(len(buf)) {

@@ -19,6 +19,10 @@ type Record = segment.Record
 type AppendResult struct {
 	FirstOffset int64
 	LastOffset  int64
+	// Duplicate is set when the batch repeated one of its idempotent
+	// producer's recent batches: nothing was written, and the offsets
+	// are those the original got.
+	Duplicate bool
 }
 
 var batchPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
@@ -117,6 +121,15 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 	if err := l.checkWritableLocked(); err != nil {
 		return AppendResult{}, err
 	}
+	if h.HasProducer() {
+		dup, err := l.producers.check(h)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if dup != nil {
+			return AppendResult{FirstOffset: dup.firstOffset, LastOffset: dup.lastOffset, Duplicate: true}, nil
+		}
+	}
 	active := l.active()
 	if l.shouldRollLocked(active, len(batch)) {
 		if err := l.rollLocked(); err != nil {
@@ -125,6 +138,13 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 		active = l.active()
 	}
 	base := l.end.Load()
+	if l.stampEpoch >= 0 && h.LeaderEpoch != l.stampEpoch {
+		segment.SetLeaderEpoch(batch, l.stampEpoch)
+		h.LeaderEpoch = l.stampEpoch
+	}
+	if err := l.noteEpochLocked(h.LeaderEpoch, base); err != nil {
+		return AppendResult{}, err
+	}
 	segment.SetBaseOffset(batch, base)
 	h.BaseOffset = base
 	_, err := active.Append(batch, h)
@@ -140,6 +160,9 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 	}
 	if l.activeSince.IsZero() {
 		l.activeSince = l.opts.Now()
+	}
+	if h.HasProducer() {
+		l.producers.update(h, l.opts.Now().UnixMilli())
 	}
 	l.end.Store(h.NextOffset())
 	l.wakeWaiters()
@@ -174,6 +197,9 @@ func (l *Log) rollLocked() error {
 		return l.fail(err)
 	}
 	if err := old.Seal(); err != nil {
+		return l.writeError(err)
+	}
+	if err := l.writeProducerSnapshotLocked(); err != nil {
 		return l.writeError(err)
 	}
 	seg, err := segment.Create(l.dir, end, l.opts.segmentOptions())
@@ -246,6 +272,9 @@ func (l *Log) Sync() error {
 		return ErrClosed
 	}
 	if err := l.syncTo(l.end.Load()); err != nil {
+		return err
+	}
+	if err := l.checkpointHighWatermark(); err != nil {
 		return err
 	}
 	return l.checkpoint()
@@ -424,6 +453,21 @@ func (l *Log) Truncate(offset int64) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("storage: truncate %s: %w", l.dir, err)
 	}
+	l.epochMu.Lock()
+	epochsChanged := l.epochs.truncateFrom(newEnd)
+	l.epochMu.Unlock()
+	if epochsChanged {
+		if err := l.writeEpochCacheLocked(); err != nil {
+			return err
+		}
+	}
+	if err := l.rebuildProducersLocked(); err != nil {
+		return err
+	}
+	l.clampHighWatermark()
+	if err := l.checkpointHighWatermark(); err != nil {
+		return err
+	}
 	return l.checkpoint()
 }
 
@@ -466,6 +510,8 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 	if err := l.durableMarkerRemovalLocked(); err != nil {
 		return DeleteResult{}, err
 	}
+	// Producers whose batches were all deleted expire after a while.
+	l.producers.expire(l.start.Load(), l.opts.Now().Add(-l.opts.ProducerExpiry).UnixMilli())
 	segs := l.segments()
 	n := 0
 	for n < len(segs)-1 && segs[n].NextOffset() <= offset && segs[n+1].Base() <= offset {
@@ -481,6 +527,15 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 			}
 			l.start.Store(newStart)
 			res.StartOffset = newStart
+			l.clampHighWatermark()
+			l.epochMu.Lock()
+			epochsChanged := l.epochs.truncateBefore(newStart)
+			l.epochMu.Unlock()
+			if epochsChanged {
+				if err := l.writeEpochCacheLocked(); err != nil {
+					errs = append(errs, err)
+				}
+			}
 		}
 		l.publish(segs[n:])
 		l.pendingDelete = append(l.pendingDelete, segs[:n]...)

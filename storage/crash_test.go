@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("SEGLOG_CRASH_DIR"); dir != "" {
 		crashChild(dir)
 	}
+	if dir := os.Getenv("SEGLOG_IDEMPOTENT_DIR"); dir != "" {
+		idempotentChild(dir)
+	}
 	os.Exit(m.Run())
 }
 

@@ -64,6 +64,16 @@ type Log struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
+	// Replication state, guarded by writeMu (epochs also by epochMu for
+	// readers of the cache).
+	producers  *producerState
+	epochMu    sync.Mutex
+	epochs     *epochCache
+	stampEpoch int32 // the epoch SetLeaderEpoch stamps on appends; -1: none
+	hw         atomic.Int64
+	// hwCheckpointed is the high watermark last written to its file.
+	hwCheckpointed atomic.Int64
+
 	// Open statistics, for tests and the recovery benchmark.
 	openStats OpenStats
 }
@@ -85,7 +95,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: opts, stop: make(chan struct{})}
+	l := &Log{dir: dir, opts: opts, stop: make(chan struct{}), stampEpoch: -1, producers: newProducerState(), epochs: &epochCache{}}
 	l.syncCond = sync.NewCond(&l.syncMu)
 	ch := make(chan struct{})
 	l.notify.Store(&ch)
@@ -100,6 +110,11 @@ func Open(dir string, opts Options) (*Log, error) {
 		l.lock = lock
 	}
 	if err := l.load(); err != nil {
+		l.closeSegments()
+		l.lock.unlock()
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	if err := l.loadReplicationState(); err != nil {
 		l.closeSegments()
 		l.lock.unlock()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
@@ -437,6 +452,12 @@ func (l *Log) Close() error {
 		if err == nil {
 			err = l.checkpointLocked()
 		}
+		if err == nil {
+			err = l.checkpointHighWatermark()
+		}
+		if err == nil {
+			err = l.writeProducerSnapshotLocked()
+		}
 	}
 	// Closing a segment trims its index files to their used length.
 	err = errors.Join(err, l.closeSegments())
@@ -473,5 +494,20 @@ func (l *Log) durableMarkerRemovalLocked() error {
 		return l.fail(err)
 	}
 	l.markerRemovalPending = false
+	return nil
+}
+
+// loadReplicationState loads the leader epoch cache, the producer state and
+// the high watermark after the segments are loaded.
+func (l *Log) loadReplicationState() error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if err := l.loadEpochCacheLocked(); err != nil {
+		return err
+	}
+	if err := l.rebuildProducersLocked(); err != nil {
+		return err
+	}
+	l.loadHighWatermark()
 	return nil
 }

@@ -101,6 +101,9 @@ type Options struct {
 	// Budget caps open files across logs; nil means no cap. A Store
 	// shares one budget among all its logs.
 	Budget *segment.Budget
+	// ProducerExpiry is how long the state of an idempotent producer is
+	// kept after all its batches were deleted (default 24h).
+	ProducerExpiry time.Duration
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
 
@@ -143,6 +146,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.ProducerExpiry <= 0 {
+		o.ProducerExpiry = 24 * time.Hour
 	}
 	return o
 }

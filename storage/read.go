@@ -24,11 +24,17 @@ func (l *Log) wakeWaiters() {
 // the context is done, or the log is closed (ErrClosed). It does not poll:
 // appends wake it. A broker's long-poll fetch calls it with a deadline.
 func (l *Log) Wait(ctx context.Context, offset int64) error {
+	return l.waitFor(ctx, func() bool { return l.end.Load() > offset })
+}
+
+// waitFor blocks until cond holds, rechecking it whenever the end offset
+// or the high watermark moves.
+func (l *Log) waitFor(ctx context.Context, cond func() bool) error {
 	l.waiters.Add(1)
 	defer l.waiters.Add(-1)
 	for {
 		ch := *l.notify.Load()
-		if l.end.Load() > offset {
+		if cond() {
 			return nil
 		}
 		if l.closed.Load() {

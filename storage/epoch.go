@@ -1,0 +1,259 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/segment"
+)
+
+// Leader epochs (Kafka's KIP-101). Every batch carries the epoch of the
+// leader that wrote it. The log keeps a small cache of (epoch, start
+// offset): the first offset written in each epoch, checkpointed to
+// leader-epoch-checkpoint and truncated along with the log. A follower that
+// restarts asks the leader for the end offset of its own latest epoch
+// (EndOffsetForEpoch) and truncates exactly the suffix that diverged.
+
+// ErrStaleEpoch is returned when a batch or SetLeaderEpoch names an epoch
+// below the log's latest.
+var ErrStaleEpoch = errors.New("storage: leader epoch below the latest")
+
+const (
+	leaderEpochFile     = "leader-epoch-checkpoint"
+	maxEpochCacheLength = 1 << 16
+)
+
+// EpochEntry is one entry of the leader epoch cache.
+type EpochEntry struct {
+	Epoch       int32
+	StartOffset int64
+}
+
+// epochCache is guarded by the log's writeMu for writes; readers take
+// epochMu.
+type epochCache struct {
+	entries []EpochEntry // strictly increasing in both fields
+}
+
+func (c *epochCache) latest() (EpochEntry, bool) {
+	if len(c.entries) == 0 {
+		return EpochEntry{Epoch: -1}, false
+	}
+	return c.entries[len(c.entries)-1], true
+}
+
+// truncateFrom drops entries starting at or after offset.
+func (c *epochCache) truncateFrom(offset int64) bool {
+	n := len(c.entries)
+	for n > 0 && c.entries[n-1].StartOffset >= offset {
+		n--
+	}
+	changed := n != len(c.entries)
+	c.entries = c.entries[:n]
+	return changed
+}
+
+// truncateBefore moves the start of the cache to offset: entries wholly
+// before it go, and the one that covers it starts at offset.
+func (c *epochCache) truncateBefore(offset int64) bool {
+	i := 0
+	for i+1 < len(c.entries) && c.entries[i+1].StartOffset <= offset {
+		i++
+	}
+	changed := i > 0
+	c.entries = c.entries[i:]
+	if len(c.entries) > 0 && c.entries[0].StartOffset < offset {
+		c.entries[0].StartOffset = offset
+		changed = true
+	}
+	return changed
+}
+
+// The checkpoint is text, one entry a line, then a checksum line:
+//
+//	seglog leader-epoch-checkpoint v1 <n>
+//	<epoch> <start offset>      (n lines)
+//	<xxhash64 of the lines above, 16 hex digits>
+func (c *epochCache) encode() []byte {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "seglog %s v1 %d\n", leaderEpochFile, len(c.entries))
+	for _, e := range c.entries {
+		fmt.Fprintf(&sb, "%d %d\n", e.Epoch, e.StartOffset)
+	}
+	body := sb.String()
+	return []byte(fmt.Sprintf("%s%016x\n", body, xxhash.Sum64String(body)))
+}
+
+func decodeEpochCache(b []byte) (*epochCache, error) {
+	bad := func(why string) (*epochCache, error) {
+		return nil, fmt.Errorf("%w: %s: %s", ErrCorrupt, leaderEpochFile, why)
+	}
+	s := string(b)
+	if !strings.HasSuffix(s, "\n") {
+		return bad("no final newline")
+	}
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	if len(lines) < 2 {
+		return bad("too short")
+	}
+	body := strings.Join(lines[:len(lines)-1], "\n") + "\n"
+	if fmt.Sprintf("%016x", xxhash.Sum64String(body)) != lines[len(lines)-1] {
+		return bad("checksum mismatch")
+	}
+	head := strings.Fields(lines[0])
+	if len(head) != 4 || head[0] != "seglog" || head[1] != leaderEpochFile || head[2] != "v1" {
+		return bad("not a v1 checkpoint")
+	}
+	n, err := strconv.Atoi(head[3])
+	if err != nil || n < 0 || n > maxEpochCacheLength || n != len(lines)-2 {
+		return bad("bad entry count")
+	}
+	c := &epochCache{}
+	for _, line := range lines[1 : len(lines)-1] {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return bad("bad entry line")
+		}
+		ep, err1 := strconv.ParseInt(f[0], 10, 32)
+		off, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil || ep < 0 || off < 0 {
+			return bad("bad entry values")
+		}
+		if last, ok := c.latest(); ok && (int32(ep) <= last.Epoch || off < last.StartOffset) {
+			return bad("entries out of order")
+		}
+		c.entries = append(c.entries, EpochEntry{Epoch: int32(ep), StartOffset: off})
+	}
+	return c, nil
+}
+
+func (l *Log) writeEpochCacheLocked() error {
+	path := filepath.Join(l.dir, leaderEpochFile)
+	if err := vfs.WriteFileAtomic(l.opts.FS, path, l.epochs.encode(), l.opts.FileMode); err != nil {
+		return fmt.Errorf("storage: write %s: %w", leaderEpochFile, err)
+	}
+	return nil
+}
+
+// loadEpochCacheLocked reads the checkpoint; a missing or damaged one is
+// rebuilt from the batch headers of the log.
+func (l *Log) loadEpochCacheLocked() error {
+	b, err := vfs.ReadFile(l.opts.FS, filepath.Join(l.dir, leaderEpochFile), 1<<20)
+	if err == nil {
+		var c *epochCache
+		if c, err = decodeEpochCache(b); err == nil {
+			l.epochs = c
+			changed := c.truncateFrom(l.end.Load() + 1)
+			changed = c.truncateBefore(l.start.Load()) || changed
+			if changed {
+				return l.writeEpochCacheLocked()
+			}
+			return nil
+		}
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, ErrCorrupt) && !errors.Is(err, vfs.ErrTooLarge) {
+		return err
+	}
+	missing := errors.Is(err, os.ErrNotExist)
+	c := &epochCache{}
+	err = l.scanHeaders(l.start.Load(), l.end.Load(), func(h segment.Header) {
+		if last, ok := c.latest(); h.LeaderEpoch >= 0 && (!ok || h.LeaderEpoch > last.Epoch) {
+			c.entries = append(c.entries, EpochEntry{Epoch: h.LeaderEpoch, StartOffset: max(h.BaseOffset, l.start.Load())})
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("storage: rebuild leader epochs: %w", err)
+	}
+	l.epochs = c
+	if missing && len(c.entries) == 0 {
+		return nil
+	}
+	return l.writeEpochCacheLocked()
+}
+
+// noteEpochLocked records the epoch of a batch about to be appended at
+// offset; the checkpoint is written before the batch, so that a crash can
+// only leave an entry without data, never data without its entry.
+func (l *Log) noteEpochLocked(epoch int32, offset int64) error {
+	last, ok := l.epochs.latest()
+	if ok && epoch == last.Epoch {
+		return nil
+	}
+	if ok && epoch < last.Epoch {
+		return fmt.Errorf("%w: batch epoch %d, latest %d", ErrStaleEpoch, epoch, last.Epoch)
+	}
+	if epoch < 0 {
+		return nil
+	}
+	l.epochMu.Lock()
+	l.epochs.entries = append(l.epochs.entries, EpochEntry{Epoch: epoch, StartOffset: offset})
+	l.epochMu.Unlock()
+	return l.writeEpochCacheLocked()
+}
+
+// SetLeaderEpoch makes this log the leader's in epoch: every batch appended
+// from now on is stamped with it (patched in place, outside the checksum),
+// and the epoch starts at the current end offset. A follower does not call
+// it: its batches keep the epoch the leader stamped. Epochs only grow.
+func (l *Log) SetLeaderEpoch(epoch int32) error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return err
+	}
+	if epoch < 0 {
+		return fmt.Errorf("%w: epoch %d", ErrStaleEpoch, epoch)
+	}
+	if err := l.noteEpochLocked(epoch, l.end.Load()); err != nil {
+		return err
+	}
+	l.stampEpoch = epoch
+	return nil
+}
+
+// SetFollower makes this log a follower's: appended batches keep the
+// epoch the leader stamped on them (SetLeaderEpoch stops applying).
+func (l *Log) SetFollower() {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	l.stampEpoch = -1
+}
+
+// LeaderEpochs returns the leader epoch cache: each epoch and its first
+// offset, oldest first.
+func (l *Log) LeaderEpochs() []EpochEntry {
+	l.epochMu.Lock()
+	defer l.epochMu.Unlock()
+	return append([]EpochEntry(nil), l.epochs.entries...)
+}
+
+// EndOffsetForEpoch answers a follower's question: for the largest epoch at
+// or below epoch that this log has, the offset where it ends (the start of
+// the next epoch, or EndOffset for the latest). A follower whose latest
+// epoch is E truncates its log to the answer for E. When the log has no
+// epoch at or below epoch it returns (-1, -1).
+func (l *Log) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64, err error) {
+	if l.closed.Load() {
+		return 0, 0, ErrClosed
+	}
+	l.epochMu.Lock()
+	defer l.epochMu.Unlock()
+	es := l.epochs.entries
+	i := len(es) - 1
+	for i >= 0 && es[i].Epoch > epoch {
+		i--
+	}
+	if i < 0 {
+		return -1, -1, nil
+	}
+	if i == len(es)-1 {
+		return es[i].Epoch, l.end.Load(), nil
+	}
+	return es[i].Epoch, es[i+1].StartOffset, nil
+}

@@ -2,8 +2,8 @@ package segment
 
 import "sync"
 
-// FilesPerSegment is what one open segment holds: its .log file descriptor
-// and two index files, each mapped.
+// FilesPerSegment is what one open segment holds: three file descriptors
+// (.log, .index, .timeindex), each also memory-mapped.
 const FilesPerSegment = 3
 
 // Budget caps the files and memory maps that open segments hold, across

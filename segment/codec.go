@@ -61,27 +61,34 @@ var (
 	})
 
 	zstdMu       sync.Mutex
-	zstdDecoders = map[int]*zstd.Decoder{} // by output limit; DecodeAll is safe for concurrent use
+	zstdDecoders = map[int]*sync.Pool{} // of streaming *zstd.Decoder, by output limit
 )
 
 func getBuf() *[]byte  { return bufPool.Get().(*[]byte) }
 func putBuf(b *[]byte) { *b = (*b)[:0]; bufPool.Put(b) }
 
-func zstdDecoder(limit int) (*zstd.Decoder, error) {
+// zstdDecoders hands out streaming decoders whose window is capped by the
+// output limit. Streaming (rather than DecodeAll) bounds the memory a
+// hostile frame can make the decoder allocate to about the limit.
+func zstdDecoderPool(limit int) *sync.Pool {
 	zstdMu.Lock()
 	defer zstdMu.Unlock()
-	if d, ok := zstdDecoders[limit]; ok {
-		return d, nil
+	if p, ok := zstdDecoders[limit]; ok {
+		return p
 	}
-	d, err := zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(0),
-		zstd.WithDecoderMaxMemory(uint64(limit)),
-		zstd.WithDecoderMaxWindow(uint64(max(limit, zstd.MinWindowSize))))
-	if err != nil {
-		return nil, err
-	}
-	zstdDecoders[limit] = d
-	return d, nil
+	p := &sync.Pool{New: func() any {
+		d, err := zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxMemory(uint64(limit)+1),
+			zstd.WithDecoderMaxWindow(uint64(max(limit, zstd.MinWindowSize))))
+		if err != nil {
+			return err
+		}
+		return d
+	}}
+	zstdDecoders[limit] = p
+	return p
 }
 
 // compress appends the compressed form of src to dst.
@@ -174,21 +181,28 @@ func decompress(c Codec, dst, src []byte, limit int) ([]byte, error) {
 		}
 		return out, nil
 	case CodecZstd:
-		d, err := zstdDecoder(limit)
-		if err != nil {
-			return dst, err
+		pool := zstdDecoderPool(limit)
+		v := pool.Get()
+		d, ok := v.(*zstd.Decoder)
+		if !ok {
+			return dst, fmt.Errorf("segment: zstd decoder: %v", v)
 		}
-		out, err := d.DecodeAll(src, dst)
+		defer pool.Put(d)
+		if err := d.Reset(bytes.NewReader(src)); err != nil {
+			return dst, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+		}
+		buf := bytes.NewBuffer(dst)
+		n, err := buf.ReadFrom(io.LimitReader(d, int64(limit)+1))
 		if err != nil {
 			if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
 				return dst, tooLarge(limit + 1)
 			}
 			return dst, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
 		}
-		if len(out) > limit {
-			return dst, tooLarge(len(out))
+		if n > int64(limit) {
+			return dst, tooLarge(int(n))
 		}
-		return out, nil
+		return buf.Bytes(), nil
 	}
 	return dst, fmt.Errorf("%w: unknown codec %d", ErrCorrupt, c)
 }

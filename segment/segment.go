@@ -7,10 +7,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
+	"github.com/edsrzf/mmap-go"
 	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/internal/vfs"
 )
@@ -62,7 +65,14 @@ type Options struct {
 	Limits             Limits      // default DefaultLimits
 	FileMode           os.FileMode // default vfs.DefaultFileMode
 	Budget             *Budget     // shared cap on open files; nil: none
+	// MaxMapBytes is the address space an active segment's read-only
+	// map of its .log reserves (default DefaultMaxMapBytes); reads past
+	// it use pread. The log sets it to its roll size plus one batch.
+	MaxMapBytes int64
 }
+
+// DefaultMaxMapBytes is the default MaxMapBytes.
+const DefaultMaxMapBytes = 1<<30 + DefaultMaxBatchBytes
 
 func (o Options) withDefaults() Options {
 	if o.FS == nil {
@@ -78,6 +88,10 @@ func (o Options) withDefaults() Options {
 	if o.FileMode == 0 {
 		o.FileMode = vfs.DefaultFileMode
 	}
+	if o.MaxMapBytes <= 0 {
+		o.MaxMapBytes = DefaultMaxMapBytes
+	}
+	o.MaxMapBytes = min(o.MaxMapBytes, MaxSegmentBytes)
 	return o
 }
 
@@ -122,6 +136,7 @@ type Segment struct {
 	// closing, sealing, truncating and deleting hold it for writing.
 	mu       sync.RWMutex
 	log      vfs.File
+	data     mmap.MMap // the .log mapped read-only; nil: read with pread
 	oidx     *index.OffsetIndex
 	tidx     *index.TimeIndex
 	writable bool // active: indexes are mapped read-write
@@ -304,6 +319,7 @@ func (s *Segment) openFiles() error {
 		s.size.Store(fi.Size())
 	}
 	s.log, s.oidx, s.tidx = f, oidx, tidx
+	s.mapLog()
 	if !s.writable {
 		// A sealed segment's indexes are derived data written before it
 		// was sealed; check them once as they are mapped, and rebuild
@@ -327,9 +343,63 @@ func (s *Segment) closeFilesLocked() error {
 	if s.log == nil {
 		return nil
 	}
-	err := errors.Join(s.oidx.Close(), s.tidx.Close(), s.log.Close())
+	var unmapErr error
+	if s.data != nil {
+		unmapErr = s.data.Unmap()
+		s.data = nil
+	}
+	err := errors.Join(unmapErr, s.oidx.Close(), s.tidx.Close(), s.log.Close())
 	s.log, s.oidx, s.tidx = nil, nil, nil
 	return err
+}
+
+// mapLog maps the .log read-only so that reads copy from the page cache
+// without a system call: a sealed segment at its size, an active one at
+// MaxSegmentBytes (address space only; pages past the end of the file are
+// never touched, since reads stay below the published size and truncation
+// holds s.mu for writing). Where mapping fails, reads fall back to pread.
+// The caller holds s.mu for writing.
+func (s *Segment) mapLog() {
+	n := s.size.Load()
+	if s.writable {
+		n = max(n, s.opts.MaxMapBytes)
+	}
+	osf := s.log.OSFile()
+	if n <= 0 || osf == nil {
+		return
+	}
+	if m, err := mmap.MapRegion(osf, int(n), mmap.RDONLY, 0, 0); err == nil {
+		s.data = m
+	}
+}
+
+// pread reads len(p) bytes at pos, from the map when there is one. The
+// caller holds s.mu and reads below the published size.
+func (s *Segment) pread(p []byte, pos int64) error {
+	if d := s.data; d != nil && pos >= 0 && pos+int64(len(p)) <= int64(len(d)) {
+		return guardFault(s.LogPath(), func() error {
+			copy(p, d[pos:pos+int64(len(p))])
+			return nil
+		})
+	}
+	_, err := s.log.ReadAt(p, pos)
+	return err
+}
+
+// ErrIO reports a failed read of a memory-mapped segment (the disk
+// returned an error, or the file was cut under the map by someone else).
+var ErrIO = errors.New("segment: i/o error")
+
+// guardFault runs fn, which reads a memory map, turning the fault that a
+// failed page-in raises into an error instead of a crash.
+func guardFault(path string, fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: reading %s through its memory map: %v", ErrIO, path, r)
+		}
+	}()
+	return fn()
 }
 
 // Size returns the segment's size in bytes.
@@ -348,7 +418,9 @@ func (s *Segment) Size() (int64, error) {
 // MaxTimestamp returns the largest record timestamp in the segment and the
 // base offset of the batch that holds it; ok is false for an empty segment.
 func (s *Segment) MaxTimestamp() (ts, offset int64, ok bool, err error) {
-	if s.maxTSOff.Load() < 0 && !s.writable {
+	if s.maxTSOff.Load() < 0 {
+		// A sealed segment learns its max timestamp from its time index
+		// when its files open; opening them is a no-op when they are.
 		if err := s.acquire(); err != nil {
 			return 0, 0, false, err
 		}
@@ -390,6 +462,15 @@ func (s *Segment) Append(batch []byte, h Header) (pos int64, err error) {
 	if index && (s.oidx.Full() || s.tidx.Full()) {
 		return 0, ErrFull
 	}
+	// On any error below, the writer's view goes back to what it was.
+	prevTS, prevTSOff, prevSince := s.maxTS.Load(), s.maxTSOff.Load(), s.sinceIndex
+	defer func() {
+		if err != nil {
+			s.maxTS.Store(prevTS)
+			s.maxTSOff.Store(prevTSOff)
+			s.sinceIndex = prevSince
+		}
+	}()
 	if _, err := s.log.WriteAt(batch, pos); err != nil {
 		// Cut off whatever part reached the file so that the next append
 		// and a reopen see the segment as it was.
@@ -459,9 +540,11 @@ func (s *Segment) Seal() error {
 		return fmt.Errorf("segment: seal: %w", err)
 	}
 	s.writable = false
-	// The indexes are not fsynced: a sealed segment's indexes are
-	// sanity-checked when they are first mapped and rebuilt from the .log
-	// if a crash left them short or zeroed.
+	// The recovery point moves past a sealed segment, so a crash never
+	// rescans it: its indexes must be durable (entries and trimmed size).
+	if err := errors.Join(s.oidx.Sync(), s.tidx.Sync()); err != nil {
+		return fmt.Errorf("segment: seal: %w", err)
+	}
 	return nil
 }
 
@@ -474,7 +557,7 @@ func (s *Segment) appendFinalTimeEntryLocked() error {
 	if ok && (s.maxTS.Load() <= last.Timestamp || off <= last.Offset) {
 		return nil
 	}
-	if err := s.tidx.Append(s.maxTS.Load(), off); err != nil && !errors.Is(err, index.ErrFull) {
+	if err := s.tidx.Append(s.maxTS.Load(), off); err != nil && !errors.Is(err, index.ErrFull) && !vfs.IsNoSpace(err) {
 		return fmt.Errorf("segment: %w", err)
 	}
 	return nil
@@ -487,7 +570,7 @@ func (s *Segment) readHeader(pos, size int64) (Header, error) {
 	if size-pos < HeaderSize {
 		return Header{}, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: %d bytes left, less than a batch header", ErrCorrupt, size-pos)}
 	}
-	if _, err := s.log.ReadAt(buf[:], pos); err != nil {
+	if err := s.pread(buf[:], pos); err != nil {
 		return Header{}, fmt.Errorf("segment: read %s at %d: %w", s.LogPath(), pos, err)
 	}
 	h, err := ParseHeader(buf[:], s.opts.Limits)
@@ -571,12 +654,45 @@ func (s *Segment) ReadAt(p []byte, pos int64) (int, error) {
 	if pos < 0 || pos+int64(len(p)) > s.size.Load() {
 		return 0, fmt.Errorf("segment: read of %d bytes at %d past the end (%d) of %s: %w", len(p), pos, s.size.Load(), s.LogPath(), io.EOF)
 	}
-	return s.log.ReadAt(p, pos)
+	if err := s.pread(p, pos); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
-// Region pins the segment's open .log for a zero-copy read: fn gets the
+// DupFile returns a new descriptor of the segment's .log (dup(2)) and the
+// published size, for a zero-copy send that must not hold the segment's
+// lock while a slow socket drains: the descriptor stays readable after the
+// segment is closed or deleted; the caller closes it. A truncation after
+// the call shows as a short read.
+func (s *Segment) DupFile() (*os.File, int64, error) {
+	if err := s.acquire(); err != nil {
+		return nil, 0, err
+	}
+	defer s.mu.RUnlock()
+	osf := s.log.OSFile()
+	if osf == nil {
+		return nil, 0, fmt.Errorf("segment: %s has no OS file to duplicate", s.LogPath())
+	}
+	rc, err := osf.SyscallConn()
+	if err != nil {
+		return nil, 0, err
+	}
+	var fd int
+	var dupErr error
+	if err := rc.Control(func(sfd uintptr) { fd, dupErr = syscall.Dup(int(sfd)) }); err != nil {
+		return nil, 0, err
+	}
+	if dupErr != nil {
+		return nil, 0, fmt.Errorf("segment: dup %s: %w", s.LogPath(), dupErr)
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), s.LogPath()), s.size.Load(), nil
+}
+
+// Region pins the segment's open .log for a short read: fn gets the
 // file, and the segment cannot be closed, truncated or deleted until fn
-// returns.
+// returns. Do not wait on anything slow in fn (see DupFile).
 func (s *Segment) Region(fn func(f vfs.File, size int64) error) error {
 	if err := s.acquire(); err != nil {
 		return err
@@ -680,11 +796,20 @@ func (s *Segment) rebuildSealedIndexesLocked() error {
 	if err := s.reopenWritableLocked(); err != nil {
 		return err
 	}
-	if _, err := s.recoverLocked(); err != nil {
+	fail := func(err error) error {
+		// Leave the files closed: the next use tries again.
+		_ = s.closeFilesLocked()
+		if s.opts.Budget != nil {
+			s.opts.Budget.release(s)
+		}
+		s.writable = false
 		return err
 	}
+	if _, err := s.scanLocked(false); err != nil {
+		return fail(err)
+	}
 	if err := s.appendFinalTimeEntryLocked(); err != nil {
-		return err
+		return fail(err)
 	}
 	if err := errors.Join(s.oidx.Seal(), s.tidx.Seal()); err != nil {
 		return fmt.Errorf("segment: seal: %w", err)
@@ -707,10 +832,15 @@ func (s *Segment) Recover() (truncated int64, err error) {
 	if err := s.reopenWritableLocked(); err != nil {
 		return 0, err
 	}
-	return s.recoverLocked()
+	return s.scanLocked(true)
 }
 
-func (s *Segment) recoverLocked() (int64, error) {
+// scanLocked rescans the .log from the start, validating every batch and
+// rebuilding both indexes. With cut it truncates the file at the first
+// invalid batch (recovery of a segment past the recovery point); without,
+// an invalid batch is an error and nothing is cut (a sealed segment whose
+// indexes are rebuilt: its data is below the recovery point).
+func (s *Segment) scanLocked(cut bool) (int64, error) {
 	fi, err := s.log.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("segment: %w", err)
@@ -775,12 +905,14 @@ func (s *Segment) recoverLocked() (int64, error) {
 			break
 		}
 		if s.sinceIndex >= s.opts.IndexIntervalBytes && pos > 0 {
-			if err := s.oidx.Append(h.BaseOffset, pos); err != nil && !errors.Is(err, index.ErrFull) {
+			// A full index, or a full disk, only makes lookups scan
+			// further: indexes are derived data, recovery goes on.
+			if err := s.oidx.Append(h.BaseOffset, pos); err != nil && !errors.Is(err, index.ErrFull) && !vfs.IsNoSpace(err) {
 				return 0, fmt.Errorf("segment: rebuild index: %w", err)
 			}
 			s.noteBatch(h)
 			if last, ok := s.tidx.Last(); !ok || (s.maxTS.Load() > last.Timestamp && s.maxTSOff.Load() > last.Offset) {
-				if err := s.tidx.Append(s.maxTS.Load(), s.maxTSOff.Load()); err != nil && !errors.Is(err, index.ErrFull) {
+				if err := s.tidx.Append(s.maxTS.Load(), s.maxTSOff.Load()); err != nil && !errors.Is(err, index.ErrFull) && !vfs.IsNoSpace(err) {
 					return 0, fmt.Errorf("segment: rebuild time index: %w", err)
 				}
 			}
@@ -791,15 +923,18 @@ func (s *Segment) recoverLocked() (int64, error) {
 		pos += int64(h.Size())
 		next = h.NextOffset()
 	}
-	cut := fileSize - pos
-	if cut > 0 {
+	cutBytes := fileSize - pos
+	if cutBytes > 0 && !cut {
+		return 0, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: invalid batch in a sealed segment (%d bytes after it)", ErrCorrupt, cutBytes)}
+	}
+	if cutBytes > 0 {
 		if err := s.log.Truncate(pos); err != nil {
 			return 0, fmt.Errorf("segment: truncate %s to %d: %w", s.LogPath(), pos, err)
 		}
 	}
 	s.size.Store(pos)
 	s.next.Store(next)
-	return cut, nil
+	return cutBytes, nil
 }
 
 // Close closes the files (trimming a writable index). The segment cannot
@@ -848,7 +983,7 @@ func (s *Segment) Delete() error {
 }
 
 // ReadBatches reads whole batches starting with the one that holds offset,
-// stopping before a batch with a record at or past limit, at most
+// stopping before a batch whose base offset is at or past limit, at most
 // maxBytes in all but always the first batch. It reuses dst's memory. It
 // does one read for the common case: from the index entry at or below
 // offset, one index interval plus maxBytes, scanning the batch headers in
@@ -862,8 +997,17 @@ func (s *Segment) ReadBatches(dst []byte, offset int64, maxBytes int, limit int6
 	if offset >= s.next.Load() || offset >= limit {
 		return nil, io.EOF
 	}
+	maxBytes = max(maxBytes, 1)
 	start := s.oidx.Lookup(offset).Position
-	want := int64(maxBytes) + int64(s.opts.IndexIntervalBytes) + 2*HeaderSize
+	if d := s.data; d != nil && size <= int64(len(d)) {
+		var out []byte
+		err := guardFault(s.LogPath(), func() (err error) {
+			out, err = s.readBatchesMapped(dst, d[:size], start, offset, maxBytes, limit)
+			return err
+		})
+		return out, err
+	}
+	want := min(int64(maxBytes), size) + int64(s.opts.IndexIntervalBytes) + 2*HeaderSize
 	buf, err := s.readInto(dst, start, min(want, size-start))
 	if err != nil {
 		return nil, err
@@ -901,7 +1045,7 @@ func (s *Segment) ReadBatches(dst []byte, offset int64, maxBytes int, limit int6
 			}
 			return nil, err
 		}
-		if h.LastOffset() >= limit || (q > first && q+int64(h.Size())-first > int64(maxBytes)) {
+		if h.BaseOffset >= limit || (q > first && q+int64(h.Size())-first > int64(maxBytes)) {
 			break
 		}
 		if q+int64(h.Size()) > int64(len(buf)) {
@@ -922,6 +1066,43 @@ func (s *Segment) ReadBatches(dst []byte, offset int64, maxBytes int, limit int6
 		copy(buf, buf[first:q])
 	}
 	return buf[:q-first], nil
+}
+
+// readBatchesMapped is ReadBatches over the mapped file d (the whole
+// published log): headers are parsed in place and only the batches
+// returned are copied.
+func (s *Segment) readBatchesMapped(dst, d []byte, pos, offset int64, maxBytes int, limit int64) ([]byte, error) {
+	size := int64(len(d))
+	for {
+		h, err := s.headerIn(d, 0, pos, size)
+		if err != nil {
+			return nil, err
+		}
+		if h.LastOffset() >= offset {
+			break
+		}
+		if pos += int64(h.Size()); pos >= size {
+			return nil, io.EOF
+		}
+	}
+	first, q := pos, pos
+	for q < size {
+		h, err := s.headerIn(d, 0, q, size)
+		if err != nil {
+			return nil, err
+		}
+		if h.BaseOffset >= limit || (q > first && q+int64(h.Size())-first > int64(maxBytes)) {
+			break
+		}
+		q += int64(h.Size())
+	}
+	n := q - first
+	if int64(cap(dst)) < n {
+		dst = make([]byte, n)
+	}
+	dst = dst[:n]
+	copy(dst, d[first:q])
+	return dst, nil
 }
 
 var errNeedMore = errors.New("header not in buffer")
@@ -949,7 +1130,7 @@ func (s *Segment) readInto(dst []byte, pos, n int64) ([]byte, error) {
 		dst = make([]byte, n)
 	}
 	dst = dst[:n]
-	if _, err := s.log.ReadAt(dst, pos); err != nil {
+	if err := s.pread(dst, pos); err != nil {
 		return nil, fmt.Errorf("segment: read %s at %d: %w", s.LogPath(), pos, err)
 	}
 	return dst, nil

@@ -47,6 +47,10 @@ func (l *Log) Append(recs ...Record) (AppendResult, error) {
 	defer batchPool.Put(bp)
 	b, err := segment.AppendBatch((*bp)[:0], recs, segment.EncodeOptions{Codec: l.opts.Compression})
 	*bp = b[:0]
+	return l.appendEncoded(b, err)
+}
+
+func (l *Log) appendEncoded(b []byte, err error) (AppendResult, error) {
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 	}
@@ -87,18 +91,19 @@ func (l *Log) append(batch []byte, h segment.Header) (AppendResult, error) {
 		l.appending.Add(-1)
 		return res, err
 	}
+	gen := l.truncGen.Load()
 	switch l.opts.Sync {
 	case SyncAlways:
 		l.writeMu.Unlock()
 		l.appending.Add(-1)
-		return res, l.syncTo(res.LastOffset + 1)
+		return res, l.syncAppended(res, gen)
 	case SyncEveryN:
 		l.sinceSync += int(h.RecordCount)
 		if l.sinceSync >= l.opts.SyncEveryRecords {
 			l.sinceSync = 0
 			l.writeMu.Unlock()
 			l.appending.Add(-1)
-			return res, l.syncTo(res.LastOffset + 1)
+			return res, l.syncAppended(res, gen)
 		}
 	}
 	l.writeMu.Unlock()
@@ -148,7 +153,8 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 	segment.SetBaseOffset(batch, base)
 	h.BaseOffset = base
 	_, err := active.Append(batch, h)
-	if errors.Is(err, segment.ErrFull) {
+	// Full, or sealed by a roll that failed half-way: roll (again).
+	if errors.Is(err, segment.ErrFull) || errors.Is(err, segment.ErrSealed) {
 		if err := l.rollLocked(); err != nil {
 			return AppendResult{}, err
 		}
@@ -199,30 +205,23 @@ func (l *Log) rollLocked() error {
 	if err := old.Seal(); err != nil {
 		return l.writeError(err)
 	}
-	if err := l.writeProducerSnapshotLocked(); err != nil {
-		return l.writeError(err)
-	}
+	// Best effort: a missing snapshot only means a longer rebuild.
+	_ = l.writeProducerSnapshotLocked()
 	seg, err := segment.Create(l.dir, end, l.opts.segmentOptions())
 	if err != nil {
 		return l.writeError(err)
+	}
+	// The new segment's directory entry is durable before anything in it
+	// can be acknowledged.
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		_ = seg.Delete()
+		return l.fail(err)
 	}
 	segs := append(l.segments(), seg)
 	l.publish(segs)
 	l.activeSince = time.Time{}
 	l.raiseFlushed(end)
-	// The new segment's directory entry must be durable before data in
-	// it is acknowledged as flushed; the checkpoint's rename fsyncs the
-	// directory, so only fsync it here when there is no checkpoint to write.
-	wrote, err := l.checkpointWrote()
-	if err != nil {
-		return err
-	}
-	if !wrote {
-		if err := l.opts.FS.SyncDir(l.dir); err != nil {
-			return l.fail(err)
-		}
-	}
-	return nil
+	return l.checkpoint()
 }
 
 // Roll closes the active segment and starts a new one, if the active
@@ -256,8 +255,13 @@ func (l *Log) failure() error {
 }
 
 // fail records an fsync failure: the log refuses writes from now on.
-func (l *Log) fail(err error) error {
-	err = fmt.Errorf("storage: fsync in %s: %w", l.dir, err)
+func (l *Log) fail(err error) error { return l.failOp("fsync", err) }
+
+// failOp records a failure after which the files may not match what the
+// log believes (a failed fsync, a truncation or deletion that stopped
+// half-way): the log refuses writes until it is reopened and recovered.
+func (l *Log) failOp(op string, err error) error {
+	err = fmt.Errorf("storage: %s in %s: %w", op, l.dir, err)
 	l.failedErr.CompareAndSwap(nil, &err)
 	if vfs.IsNoSpace(err) {
 		return fmt.Errorf("%w: %w: %w", ErrFailed, ErrDiskFull, err)
@@ -280,6 +284,17 @@ func (l *Log) Sync() error {
 	return l.checkpoint()
 }
 
+// syncAppended waits for an append's records to be fsynced. A truncation
+// between the append and the fsync removed them: that is an error, never
+// an acknowledgement.
+func (l *Log) syncAppended(res AppendResult, gen int64) error {
+	err := l.syncTo(res.LastOffset + 1)
+	if err == nil && l.truncGen.Load() != gen && !res.Duplicate {
+		err = fmt.Errorf("%w: offsets %d to %d were truncated before they were flushed", ErrTruncated, res.FirstOffset, res.LastOffset)
+	}
+	return err
+}
+
 // syncTo returns once every offset below target is fsynced. Concurrent
 // callers share fsyncs: while one runs, the others wait, and the next one
 // covers everything appended meanwhile (group commit).
@@ -289,6 +304,10 @@ func (l *Log) syncTo(target int64) error {
 	for l.flushed.Load() < target {
 		if err := l.failure(); err != nil {
 			return fmt.Errorf("%w: %w", ErrFailed, err)
+		}
+		if end := l.end.Load(); target > end {
+			// A truncation removed the offsets this caller waits for.
+			return fmt.Errorf("%w: offset %d is past the end %d", ErrTruncated, target-1, end)
 		}
 		if l.syncing {
 			l.syncCond.Wait()
@@ -423,18 +442,28 @@ func (l *Log) Truncate(offset int64) error {
 		l.syncMu.Unlock()
 	}()
 
+	l.truncGen.Add(1)
 	segs := l.segments()
 	i := segmentIndex(segs, offset)
 	seg := segs[i]
 	newEnd, err := seg.TruncateTo(offset)
 	if err != nil {
-		return l.writeError(err)
+		// The file may be cut already: never claim more than it holds,
+		// and refuse writes until a reopen recovers.
+		l.end.Store(min(l.end.Load(), seg.NextOffset()))
+		return l.failOp("truncate", err)
 	}
 	l.end.Store(newEnd)
 	l.publish(segs[:i+1])
 	var errs []error
 	for _, s := range segs[i+1:] {
 		errs = append(errs, s.Delete())
+	}
+	if err := errors.Join(errs...); err != nil {
+		// Segments past the end that are still on disk must not come
+		// back as part of the log: refuse writes (and so a clean
+		// shutdown marker) until a reopen's recovery removes them.
+		return l.failOp("truncate", err)
 	}
 	if err := seg.Sync(); err != nil {
 		return l.fail(err)
@@ -450,9 +479,6 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	l.sinceSync = 0
 	l.activeSince = time.Time{}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("storage: truncate %s: %w", l.dir, err)
-	}
 	l.epochMu.Lock()
 	epochsChanged := l.epochs.truncateFrom(newEnd)
 	l.epochMu.Unlock()
@@ -523,7 +549,15 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 		newStart := segs[n].Base()
 		if newStart > l.start.Load() {
 			if err := writeCheckpoint(l.opts.FS, l.dir, logStartOffsetFile, newStart, l.opts.FileMode); err != nil {
-				return res, fmt.Errorf("storage: advance start offset of %s: %w", l.dir, err)
+				if !vfs.IsNoSpace(err) {
+					return res, fmt.Errorf("storage: advance start offset of %s: %w", l.dir, err)
+				}
+				// A full disk cannot take the checkpoint, and deleting is
+				// how space comes back: delete oldest first instead, each
+				// removal durable before the next, so that a crash leaves
+				// a prefix removed and no hole (Open starts at the first
+				// segment left).
+				return l.deleteOldestFirstLocked(segs, n)
 			}
 			l.start.Store(newStart)
 			res.StartOffset = newStart
@@ -557,5 +591,29 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 	if err := errors.Join(errs...); err != nil {
 		return res, fmt.Errorf("storage: delete segments of %s: %w", l.dir, err)
 	}
+	return res, nil
+}
+
+// deleteOldestFirstLocked deletes segs[:n] one at a time, oldest first,
+// fsyncing the directory after each, advancing the start offset in memory.
+// It needs no free space. The caller holds writeMu.
+func (l *Log) deleteOldestFirstLocked(segs []*segment.Segment, n int) (DeleteResult, error) {
+	res := DeleteResult{StartOffset: l.start.Load()}
+	for i := 0; i < n; i++ {
+		size, _ := segs[i].Size()
+		next := segs[i+1].Base()
+		l.start.Store(next)
+		l.publish(segs[i+1:])
+		if err := segs[i].Delete(); err != nil {
+			return res, l.failOp("delete segment", err)
+		}
+		if err := l.opts.FS.SyncDir(l.dir); err != nil {
+			return res, l.fail(err)
+		}
+		res.Segments++
+		res.Bytes += size
+		res.StartOffset = next
+	}
+	l.clampHighWatermark()
 	return res, nil
 }

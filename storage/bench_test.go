@@ -241,6 +241,7 @@ func BenchmarkRandomRead(b *testing.B) {
 		if err != nil || len(data) == 0 {
 			b.Fatal(err)
 		}
+		buf = data
 		if len(lat) < cap(lat) {
 			lat = append(lat, time.Since(t0))
 		}

@@ -23,6 +23,9 @@ var (
 	// (ENOSPC, EDQUOT). Reads keep working; appends work again once
 	// space is freed.
 	ErrDiskFull = errors.New("storage: disk full")
+	// ErrTruncated is returned to an appender waiting for its fsync when
+	// a Truncate removed its records first: they were not acknowledged.
+	ErrTruncated = errors.New("storage: records truncated before they were flushed")
 	// ErrInvalidOptions reports Options that cannot be used.
 	ErrInvalidOptions = errors.New("storage: invalid options")
 	// ErrInvalidTopic reports a topic name outside [a-zA-Z0-9._-]{1,249},

@@ -62,9 +62,11 @@ func (l *Log) clampHighWatermark() {
 	l.hw.Store(min(max(l.hw.Load(), l.start.Load()), l.end.Load()))
 }
 
-// ReadCommitted is ReadInto bounded by the high watermark: it returns only
-// batches below it. Between the high watermark and EndOffset it returns
-// nothing and no error.
+// ReadCommitted is ReadInto bounded by the high watermark: it returns the
+// batches that begin below it. Batches are whole, so a batch that straddles
+// the mark is returned (brokers move the mark by whole batches, as
+// followers copy them); NewCommittedReader filters records at or above
+// it. From the high watermark to EndOffset it returns nothing and no error.
 func (l *Log) ReadCommitted(dst []byte, offset int64, maxBytes int) ([]byte, error) {
 	return l.readBounded(dst, offset, maxBytes, l.hw.Load())
 }

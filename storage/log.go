@@ -31,6 +31,8 @@ type Log struct {
 	activeSince          time.Time          // when the active segment got its first batch
 	pendingDelete        []*segment.Segment // segments removed from the list whose files remain
 	markerRemovalPending bool               // the clean-shutdown marker's removal is not yet fsynced
+	dirSyncPending       bool               // a new segment's directory entry is not yet fsynced
+	parentSyncPending    bool               // a new log directory's entry in its parent is not yet fsynced
 
 	// ckptMu serializes writes of recovery-point.
 	ckptMu       sync.Mutex
@@ -57,6 +59,7 @@ type Log struct {
 	syncing  bool
 
 	appending atomic.Int64 // appenders between entering append and releasing writeMu
+	truncGen  atomic.Int64 // incremented by every Truncate
 
 	lock *dirLock // exclusive flock on dir, unless a Store holds its root's
 
@@ -230,8 +233,12 @@ func (l *Log) load() error {
 		l.end.Store(base)
 		// Nothing to make durable yet: without a recovery-point file a
 		// reopen after a crash rescans from the start, which is empty.
+		// The new file's directory entry (and, for a log outside a
+		// Store, the directory's own) is fsynced before the first write.
 		l.flushed.Store(base)
 		l.checkpointed = -1
+		l.dirSyncPending = true
+		l.parentSyncPending = !l.opts.unlocked
 		return nil
 	}
 
@@ -288,7 +295,16 @@ func (l *Log) load() error {
 	} else {
 		l.flushed.Store(end)
 		l.checkpointed = -1
-		return l.checkpointLocked()
+		if err := l.checkpointLocked(); err != nil {
+			if !vfs.IsNoSpace(err) {
+				return err
+			}
+			// A full disk must not stop a recovery: without the file the
+			// next crash rescans everything, which is only slower.
+			if rerr := fsys.Remove(filepath.Join(l.dir, recoveryPointFile)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -487,13 +503,19 @@ func (l *Log) closeSegments() error {
 // durable before the log's files first change, so that a crash after the
 // change is never taken for a clean shutdown.
 func (l *Log) durableMarkerRemovalLocked() error {
-	if !l.markerRemovalPending {
+	if l.parentSyncPending {
+		if err := l.opts.FS.SyncDir(filepath.Dir(l.dir)); err != nil {
+			return l.fail(err)
+		}
+		l.parentSyncPending = false
+	}
+	if !l.markerRemovalPending && !l.dirSyncPending {
 		return nil
 	}
 	if err := l.opts.FS.SyncDir(l.dir); err != nil {
 		return l.fail(err)
 	}
-	l.markerRemovalPending = false
+	l.markerRemovalPending, l.dirSyncPending = false, false
 	return nil
 }
 

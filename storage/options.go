@@ -184,5 +184,6 @@ func (o Options) segmentOptions() segment.Options {
 		Limits:             o.Limits,
 		FileMode:           o.FileMode,
 		Budget:             o.Budget,
+		MaxMapBytes:        o.SegmentBytes + int64(o.Limits.MaxBatchBytes),
 	}
 }

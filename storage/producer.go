@@ -299,7 +299,7 @@ func (l *Log) rebuildProducersLocked() error {
 	end := l.end.Load()
 	offs, err := snapshotOffsets(l.opts.FS, l.dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("storage: %s: list producer snapshots: %w", l.dir, err)
 	}
 	ps, from := newProducerState(), l.start.Load()
 	for i := len(offs) - 1; i >= 0; i-- {

@@ -48,6 +48,9 @@ func (l *Log) waitFor(ctx context.Context, cond func() bool) error {
 	}
 }
 
+// MaxReadBytes caps the maxBytes of one read.
+const MaxReadBytes = 64 << 20
+
 // errCaughtUp is what locate returns for a read at the end.
 var errCaughtUp = errors.New("caught up")
 
@@ -66,6 +69,9 @@ func (l *Log) locate(offset, limit int64) (*segment.Segment, int64, segment.Head
 			return nil, 0, segment.Header{}, errCaughtUp
 		}
 		segs := l.segments()
+		if offset < segs[0].Base() {
+			continue // segments were deleted from the front meanwhile
+		}
 		seg := segs[segmentIndex(segs, offset)]
 		pos, h, err := seg.Find(offset)
 		if err == nil {
@@ -107,8 +113,11 @@ func (l *Log) readBounded(dst []byte, offset int64, maxBytes int, limit int64) (
 			return dst[:0], nil
 		}
 		segs := l.segments()
+		if offset < segs[0].Base() {
+			continue // segments were deleted from the front meanwhile
+		}
 		seg := segs[segmentIndex(segs, offset)]
-		data, err := seg.ReadBatches(dst, offset, maxBytes, min(end, limit))
+		data, err := seg.ReadBatches(dst, offset, min(max(maxBytes, 1), MaxReadBytes), min(end, limit))
 		if err == nil {
 			return data, nil
 		}
@@ -170,6 +179,12 @@ func (r *Reader) Next() bool {
 				rec := r.it.Record()
 				if rec.Offset < r.next {
 					continue
+				}
+				if r.limit != nil && rec.Offset >= r.limit() {
+					// A batch that straddles the high watermark: stop
+					// here and read it again once the mark moves.
+					r.inBatch, r.batches = false, nil
+					return false
 				}
 				r.next = rec.Offset + 1
 				return true

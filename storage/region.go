@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"syscall"
 
 	"github.com/seglog/seglog/internal/vfs"
@@ -94,44 +95,51 @@ func (r *Region) mapErr(err error) error {
 
 // WriteTo writes the rest of the region to w. When w is a socket (a
 // syscall.Conn) the bytes go with sendfile(2), file to socket, never
-// through user space; otherwise they are copied. The segment cannot be
-// deleted or truncated while WriteTo runs; if that happened since
-// ReadRegion, WriteTo returns ErrOffsetOutOfRange and writes nothing.
+// through user space; otherwise they are copied. It works on its own
+// descriptor of the segment file, so a slow consumer never holds up the
+// log: a segment deleted meanwhile is still sent whole; one truncated
+// since ReadRegion gives ErrOffsetOutOfRange.
 func (r *Region) WriteTo(w io.Writer) (int64, error) {
 	if r.read >= r.Length {
 		return 0, nil
 	}
+	f, size, err := r.seg.DupFile()
+	if err != nil {
+		return 0, r.mapErr(err)
+	}
+	defer f.Close()
+	if r.Position+r.Length > size {
+		return 0, fmt.Errorf("%w: the region was truncated", ErrOffsetOutOfRange)
+	}
 	var written int64
-	err := r.seg.Region(func(f vfs.File, size int64) error {
-		if r.Position+r.Length > size {
-			return fmt.Errorf("%w: the region was truncated", ErrOffsetOutOfRange)
-		}
-		pos, length := r.Position+r.read, r.Length-r.read
-		if sc, ok := w.(syscall.Conn); ok && f.OSFile() != nil {
-			n, err, handled := sendfile(sc, f, pos, length)
-			written += n
-			if err != nil || handled {
-				return err
-			}
-		}
-		n, err := io.Copy(w, io.NewSectionReader(f, pos+written, length-written))
+	pos, length := r.Position+r.read, r.Length-r.read
+	if sc, ok := w.(syscall.Conn); ok {
+		n, err, handled := sendfile(sc, f, pos, length)
 		written += n
-		return err
-	})
+		if err != nil || handled {
+			r.read += written
+			return written, err
+		}
+	}
+	n, err := io.Copy(w, io.NewSectionReader(f, pos+written, length-written))
+	written += n
 	r.read += written
-	return written, r.mapErr(err)
+	if err == nil && written < length {
+		err = fmt.Errorf("%w: the region was truncated while it was sent", ErrOffsetOutOfRange)
+	}
+	return written, err
 }
 
 // sendfile copies length bytes at pos of f to the socket with sendfile(2),
 // at an explicit offset, so concurrent readers of the same file do not
 // share a file position. handled is false when sendfile cannot be used
 // (the rest is then copied by the caller).
-func sendfile(dst syscall.Conn, f vfs.File, pos, length int64) (written int64, err error, handled bool) {
+func sendfile(dst syscall.Conn, f *os.File, pos, length int64) (written int64, err error, handled bool) {
 	rc, err := dst.SyscallConn()
 	if err != nil {
 		return 0, nil, false
 	}
-	src, err := f.OSFile().SyscallConn()
+	src, err := f.SyscallConn()
 	if err != nil {
 		return 0, nil, false
 	}

@@ -999,7 +999,10 @@ func (s *Segment) ReadBatches(dst []byte, offset int64, maxBytes int, limit int6
 	}
 	maxBytes = max(maxBytes, 1)
 	start := s.oidx.Lookup(offset).Position
-	if d := s.data; d != nil && size <= int64(len(d)) {
+	// Small reads (a record by offset) come straight from the map: no
+	// system call. Large ones (a consumer's fetch) use pread, which copies
+	// without faulting every page into this process's page tables.
+	if d := s.data; d != nil && size <= int64(len(d)) && maxBytes <= mappedReadMax {
 		var out []byte
 		err := guardFault(s.LogPath(), func() (err error) {
 			out, err = s.readBatchesMapped(dst, d[:size], start, offset, maxBytes, limit)
@@ -1107,6 +1110,9 @@ func (s *Segment) readBatchesMapped(dst, d []byte, pos, offset int64, maxBytes i
 
 var errNeedMore = errors.New("header not in buffer")
 
+// mappedReadMax is the largest maxBytes that ReadBatches serves from the map.
+const mappedReadMax = 64 << 10
+
 // headerIn parses the header at buf[p:], which holds the file from start.
 func (s *Segment) headerIn(buf []byte, start, p, size int64) (Header, error) {
 	if p+HeaderSize > int64(len(buf)) {
@@ -1130,7 +1136,8 @@ func (s *Segment) readInto(dst []byte, pos, n int64) ([]byte, error) {
 		dst = make([]byte, n)
 	}
 	dst = dst[:n]
-	if err := s.pread(dst, pos); err != nil {
+	// Always pread: this serves the large reads (see mappedReadMax).
+	if _, err := s.log.ReadAt(dst, pos); err != nil {
 		return nil, fmt.Errorf("segment: read %s at %d: %w", s.LogPath(), pos, err)
 	}
 	return dst, nil

@@ -76,38 +76,11 @@ func TestCrashSIGKILL(t *testing.T) {
 	rng := rand.New(rand.NewPCG(42, 42))
 	var acked int64 = -1
 	for round := 0; round < 20; round++ {
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), "SEGLOG_CRASH_DIR="+dir)
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		lines := make(chan string, 1024)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
-		deadline := time.After(time.Duration(30+rng.IntN(150)) * time.Millisecond)
-	read:
-		for {
-			select {
-			case line, ok := <-lines:
-				if !ok {
-					break read
-				}
-				f := strings.Fields(line)
-				require.Equal(t, "ACK", f[0], "child said: %s", line)
-				last, err := strconv.ParseInt(f[2], 10, 64)
-				require.NoError(t, err)
-				acked = max(acked, last)
-			case <-deadline:
-				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-				deadline = nil
-			}
-		}
-		_ = cmd.Wait()
+		killChildAfter(t, "SEGLOG_CRASH_DIR="+dir, time.Duration(30+rng.IntN(150))*time.Millisecond, func(f []string) {
+			last, err := strconv.ParseInt(f[2], 10, 64)
+			require.NoError(t, err)
+			acked = max(acked, last)
+		})
 
 		// Reopen (recovery) and check everything acknowledged.
 		l, err := Open(dir, crashOpts())
@@ -136,4 +109,40 @@ func TestCrashSIGKILL(t *testing.T) {
 		}
 	}
 	assert.Greater(t, acked, int64(1000), "the child made progress")
+}
+
+// killChildAfter runs this test binary as a child with the environment
+// variables env (which TestMain dispatches on), kills it with SIGKILL after
+// d, and calls onAck with the fields of every "ACK ..." line it printed,
+// including those still in the pipe when it died.
+func killChildAfter(t *testing.T, env string, d time.Duration, onAck func([]string), moreEnv ...string) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(append(os.Environ(), env), moreEnv...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(d)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				_ = cmd.Wait()
+				return
+			}
+			f := strings.Fields(line)
+			require.Equal(t, "ACK", f[0], "child said: %s", line)
+			onAck(f)
+		case <-deadline:
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			deadline = nil
+		}
+	}
 }

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -168,38 +166,11 @@ func TestIdempotentCrashRetries(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	next := 0 // first batch not acknowledged
 	for round := 0; round < 12; round++ {
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), "SEGLOG_IDEMPOTENT_DIR="+dir, "SEGLOG_IDEMPOTENT_FROM="+strconv.Itoa(next))
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		lines := make(chan string, 1024)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
-		deadline := time.After(time.Duration(30+rng.IntN(120)) * time.Millisecond)
-	read:
-		for {
-			select {
-			case line, ok := <-lines:
-				if !ok {
-					break read
-				}
-				f := strings.Fields(line)
-				require.Equal(t, "ACK", f[0], "child said: %s", line)
-				i, _ := strconv.Atoi(f[1])
-				require.Equal(t, next, i, "acknowledged in order")
-				next++
-			case <-deadline:
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-				deadline = nil
-			}
-		}
-		_ = cmd.Wait()
+		killChildAfter(t, "SEGLOG_IDEMPOTENT_DIR="+dir, time.Duration(30+rng.IntN(120))*time.Millisecond, func(f []string) {
+			i, _ := strconv.Atoi(f[1])
+			require.Equal(t, next, i, "acknowledged in order")
+			next++
+		}, "SEGLOG_IDEMPOTENT_FROM="+strconv.Itoa(next))
 	}
 	l, err := Open(dir, crashOpts())
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/seglog/seglog/storage"
 	"io"
 	"os"
 	"reflect"
@@ -153,26 +154,34 @@ func unwrapPathErr(err error) error {
 	return err
 }
 
-// lockDir checks that the data directory exists and can be opened, so
-// that a mistyped path is a clear error before anything is created. The
-// exclusive lock itself is storage.OpenStore's (a flock on the directory,
-// see storage.ErrLocked): two processes never own the same logs at once.
-func lockDir(dir string) (func(), error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("data directory %s: %w", dir, unwrapPathErr(err))
-	}
-	f.Close()
-	return func() {}, nil
-}
-
-// lockDirCreate is lockDir, creating the directory first when create is
-// set.
-func lockDirCreate(dir string, create bool) (func(), error) {
+// openStore opens the data directory's Store with opts, creating the
+// directory when create is set. The store takes an exclusive lock on the
+// directory (storage.ErrLocked names a second process). On failure it
+// reports and returns a nil store and the exit code.
+func openStore(c *cli, dir string, create bool, opts storage.StoreOptions) (*storage.Store, int) {
 	if create {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("data directory %s: %w", dir, unwrapPathErr(err))
+			return nil, c.fail("data directory %s: %v", dir, unwrapPathErr(err))
 		}
+	} else if err := requireDir(dir); err != nil {
+		return nil, c.fail("%v", err)
 	}
-	return lockDir(dir)
+	store, err := storage.OpenStore(dir, opts)
+	if err != nil {
+		return nil, c.fail("%v", err)
+	}
+	return store, exitOK
+}
+
+// topicPartitions returns a topic's partition count, reporting an unknown
+// topic clearly; ok is false after a reported failure.
+func topicPartitions(c *cli, store *storage.Store, dir, topic string) (n int, code int, ok bool) {
+	n, err := store.Partitions(topic)
+	if err != nil {
+		if errors.Is(err, storage.ErrUnknownTopic) {
+			return 0, c.fail("topic %s does not exist in %s", topic, dir), false
+		}
+		return 0, c.fail("%v", err), false
+	}
+	return n, exitOK, true
 }

@@ -147,25 +147,14 @@ func runConsume(e *env, args []string) int {
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
-	if err := requireDir(*dir); err != nil {
-		return c.fail("%v", err)
-	}
-	unlock, err := lockDir(*dir)
-	if err != nil {
-		return c.fail("%v", err)
-	}
-	defer unlock()
-	store, err := storage.OpenStore(*dir, storage.StoreOptions{})
-	if err != nil {
-		return c.fail("%v", err)
+	store, code := openStore(c, *dir, false, storage.StoreOptions{})
+	if store == nil {
+		return code
 	}
 	defer store.Close()
-	n, err := store.Partitions(*topic)
-	if err != nil {
-		if errors.Is(err, storage.ErrUnknownTopic) {
-			return c.fail("topic %s does not exist in %s", *topic, *dir)
-		}
-		return c.fail("%v", err)
+	n, code, ok := topicPartitions(c, store, *dir, *topic)
+	if !ok {
+		return code
 	}
 	var parts []int32
 	if *partition >= 0 {

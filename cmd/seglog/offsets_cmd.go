@@ -78,11 +78,6 @@ func runOffsets(e *env, args []string) int {
 	if err := requireDir(*dir); err != nil {
 		return c.fail("%v", err)
 	}
-	unlock, err := lockDir(*dir)
-	if err != nil {
-		return c.fail("%v", err)
-	}
-	defer unlock()
 	if _, err := os.Stat(filepath.Join(*dir, "offsets")); errors.Is(err, os.ErrNotExist) {
 		if *group != "" {
 			return c.fail("group %s: %s has no offset store (no group has committed)", *group, *dir)
@@ -248,25 +243,14 @@ func runOffsetsReset(e *env, args []string) int {
 		}
 		spec = fromSpec{kind: fromOffset, v: v}
 	}
-	if err := requireDir(*dir); err != nil {
-		return c.fail("%v", err)
-	}
-	unlock, err := lockDir(*dir)
-	if err != nil {
-		return c.fail("%v", err)
-	}
-	defer unlock()
-	store, err := storage.OpenStore(*dir, storage.StoreOptions{})
-	if err != nil {
-		return c.fail("%v", err)
+	store, code := openStore(c, *dir, false, storage.StoreOptions{})
+	if store == nil {
+		return code
 	}
 	defer store.Close()
-	n, err := store.Partitions(*topic)
-	if err != nil {
-		if errors.Is(err, storage.ErrUnknownTopic) {
-			return c.fail("topic %s does not exist in %s", *topic, *dir)
-		}
-		return c.fail("%v", err)
+	n, code, ok := topicPartitions(c, store, *dir, *topic)
+	if !ok {
+		return code
 	}
 	parts := []int32{}
 	if *partition >= 0 {

@@ -102,14 +102,9 @@ func runProduce(e *env, args []string) int {
 	if err != nil {
 		return c.usageErr("--compression %q: want none, gzip, snappy, zstd or s2", *codecName)
 	}
-	unlock, err := lockDirCreate(*dir, true)
-	if err != nil {
-		return c.fail("%v", err)
-	}
-	defer unlock()
-	store, err := storage.OpenStore(*dir, storage.StoreOptions{Log: storage.Options{Sync: policy, SyncInterval: *syncEvery, Compression: codec}})
-	if err != nil {
-		return c.fail("%v", err)
+	store, code := openStore(c, *dir, true, storage.StoreOptions{Log: storage.Options{Sync: policy, SyncInterval: *syncEvery, Compression: codec}})
+	if store == nil {
+		return code
 	}
 	p := &producer{c: c, store: store, topic: *topic, partition: int32(*partition), batch: *batch, linger: *linger}
 	if *keySep != "" {

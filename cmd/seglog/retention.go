@@ -55,11 +55,10 @@ func runRetention(e *env, args []string) int {
 	case !p.Enabled():
 		return c.usageErr("no policy: give --consumed, --max-age or --max-bytes")
 	}
-	store, unlock, code := openStoreLocked(c, *dir, false)
+	store, code := openStore(c, *dir, false, storage.StoreOptions{})
 	if store == nil {
 		return code
 	}
-	defer unlock()
 	defer store.Close()
 	var consumed retention.Consumed
 	if p.Consumed {

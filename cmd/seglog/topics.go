@@ -56,11 +56,10 @@ func runTopics(e *env, args []string) int {
 	if *dir == "" {
 		return c.usageErr("--dir is required")
 	}
-	store, unlock, code := openStoreLocked(c, *dir, false)
+	store, code := openStore(c, *dir, false, storage.StoreOptions{})
 	if store == nil {
 		return code
 	}
-	defer unlock()
 	defer store.Close()
 	var rows []topicRow
 	for _, t := range store.Topics() {
@@ -95,26 +94,6 @@ func runTopics(e *env, args []string) int {
 	return exitOK
 }
 
-// openStoreLocked locks the data directory and opens its Store. On
-// failure it reports and returns a nil store and the exit code.
-func openStoreLocked(c *cli, dir string, create bool) (*storage.Store, func(), int) {
-	if !create {
-		if err := requireDir(dir); err != nil {
-			return nil, nil, c.fail("%v", err)
-		}
-	}
-	unlock, err := lockDirCreate(dir, create)
-	if err != nil {
-		return nil, nil, c.fail("%v", err)
-	}
-	store, err := storage.OpenStore(dir, storage.StoreOptions{})
-	if err != nil {
-		unlock()
-		return nil, nil, c.fail("%v", err)
-	}
-	return store, unlock, exitOK
-}
-
 func runTopicsCreate(e *env, args []string) int {
 	c := newCLI(e, "seglog topics create", "seglog topics create --dir DIR --topic T --partitions N", "Create a topic with N partitions (the data directory is created if needed).", "seglog topics create --dir /var/lib/seglog --topic events --partitions 6")
 	dir := c.fs.String("dir", "", "data directory (required)")
@@ -137,11 +116,10 @@ func runTopicsCreate(e *env, args []string) int {
 	if err := storage.ValidateTopic(*topic); err != nil {
 		return c.usageErr("%v", err)
 	}
-	store, unlock, code := openStoreLocked(c, *dir, true)
+	store, code := openStore(c, *dir, true, storage.StoreOptions{})
 	if store == nil {
 		return code
 	}
-	defer unlock()
 	defer store.Close()
 	if n, err := store.Partitions(*topic); err == nil && n > *partitions {
 		return c.fail("topic %s exists with %d partitions; partitions cannot be removed", *topic, n)
@@ -175,11 +153,10 @@ func runTopicsDelete(e *env, args []string) int {
 	if err := storage.ValidateTopic(*topic); err != nil {
 		return c.usageErr("%v", err)
 	}
-	store, unlock, code := openStoreLocked(c, *dir, false)
+	store, code := openStore(c, *dir, false, storage.StoreOptions{})
 	if store == nil {
 		return code
 	}
-	defer unlock()
 	defer store.Close()
 	if err := store.DeleteTopic(*topic); err != nil {
 		if errors.Is(err, storage.ErrUnknownTopic) {

@@ -562,14 +562,12 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 			l.start.Store(newStart)
 			res.StartOffset = newStart
 			l.clampHighWatermark()
+			// In memory only: entries below the start offset are
+			// harmless on disk, and the next write of the cache (a new
+			// epoch, a truncation, Close) carries the change.
 			l.epochMu.Lock()
-			epochsChanged := l.epochs.truncateBefore(newStart)
+			l.epochsDirty = l.epochs.truncateBefore(newStart) || l.epochsDirty
 			l.epochMu.Unlock()
-			if epochsChanged {
-				if err := l.writeEpochCacheLocked(); err != nil {
-					errs = append(errs, err)
-				}
-			}
 		}
 		l.publish(segs[n:])
 		l.pendingDelete = append(l.pendingDelete, segs[:n]...)

@@ -138,6 +138,7 @@ func (l *Log) writeEpochCacheLocked() error {
 	if err := vfs.WriteFileAtomic(l.opts.FS, path, l.epochs.encode(), l.opts.FileMode); err != nil {
 		return fmt.Errorf("storage: write %s: %w", leaderEpochFile, err)
 	}
+	l.epochsDirty = false
 	return nil
 }
 
@@ -149,9 +150,8 @@ func (l *Log) loadEpochCacheLocked() error {
 		var c *epochCache
 		if c, err = decodeEpochCache(b); err == nil {
 			l.epochs = c
-			changed := c.truncateFrom(l.end.Load() + 1)
-			changed = c.truncateBefore(l.start.Load()) || changed
-			if changed {
+			l.epochsDirty = c.truncateBefore(l.start.Load()) // written with the next change
+			if c.truncateFrom(l.end.Load() + 1) {
 				return l.writeEpochCacheLocked()
 			}
 			return nil

@@ -73,6 +73,8 @@ type Log struct {
 	epochMu    sync.Mutex
 	epochs     *epochCache
 	stampEpoch int32 // the epoch SetLeaderEpoch stamps on appends; -1: none
+	// epochsDirty: the cache in memory moved its start past the file's.
+	epochsDirty bool
 	hw         atomic.Int64
 	// hwCheckpointed is the high watermark last written to its file.
 	hwCheckpointed atomic.Int64
@@ -473,6 +475,9 @@ func (l *Log) Close() error {
 		}
 		if err == nil {
 			err = l.writeProducerSnapshotLocked()
+		}
+		if err == nil && l.epochsDirty {
+			err = l.writeEpochCacheLocked()
 		}
 	}
 	// Closing a segment trims its index files to their used length.

@@ -75,7 +75,7 @@ type Log struct {
 	stampEpoch int32 // the epoch SetLeaderEpoch stamps on appends; -1: none
 	// epochsDirty: the cache in memory moved its start past the file's.
 	epochsDirty bool
-	hw         atomic.Int64
+	hw          atomic.Int64
 	// hwCheckpointed is the high watermark last written to its file.
 	hwCheckpointed atomic.Int64
 

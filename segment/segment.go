@@ -402,6 +402,26 @@ func guardFault(path string, fn func() error) (err error) {
 	return fn()
 }
 
+// Known returns what the segment knows of itself without any I/O: its
+// size (-1 if unknown) and its max timestamp and the offset of the batch
+// holding it (-1 if unknown).
+func (s *Segment) Known() (size, maxTS, maxTSOffset int64) {
+	return s.size.Load(), s.maxTS.Load(), s.maxTSOff.Load()
+}
+
+// SetKnown records what a manifest says of a sealed segment that has not
+// been opened, so that Size and MaxTimestamp need no I/O. Negative values
+// mean unknown and are ignored.
+func (s *Segment) SetKnown(size, maxTS, maxTSOffset int64) {
+	if size >= 0 {
+		s.size.CompareAndSwap(-1, size)
+	}
+	if maxTSOffset >= 0 && s.maxTSOff.Load() < 0 {
+		s.maxTS.Store(maxTS)
+		s.maxTSOff.Store(maxTSOffset)
+	}
+}
+
 // Size returns the segment's size in bytes.
 func (s *Segment) Size() (int64, error) {
 	if n := s.size.Load(); n >= 0 {

@@ -223,3 +223,54 @@ func TestFlipAfterCleanCloseFailsRead(t *testing.T) {
 	assert.ErrorIs(t, r.Err(), ErrCorrupt)
 	assert.ErrorIs(t, r.Err(), segment.ErrChecksum)
 }
+
+// A clean open reads the manifest instead of listing the directory; a
+// manifest that is damaged, or that no longer matches the files, is not
+// trusted.
+func TestManifest(t *testing.T) {
+	base := t.TempDir()
+	orig := filepath.Join(base, "orig")
+	segs := buildLog(t, orig, 600)
+	require.Greater(t, len(segs), 3)
+
+	l, err := Open(orig, small())
+	require.NoError(t, err)
+	assert.True(t, l.OpenStats().FromManifest)
+	got, err := l.Segments()
+	require.NoError(t, err)
+	assert.Equal(t, segs, got, "sizes and timestamps from the manifest match the files")
+	assert.Equal(t, int64(600), readAll(t, l, 0))
+	require.NoError(t, l.Close())
+
+	cases := map[string]func(dir string){
+		"damaged manifest": func(dir string) {
+			p := filepath.Join(dir, manifestFile)
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			b[10] ^= 1
+			require.NoError(t, os.WriteFile(p, b, 0o640))
+		},
+		"last segment gone": func(dir string) {
+			last := segs[len(segs)-1]
+			for _, sfx := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+				require.NoError(t, os.Remove(filepath.Join(dir, segment.FileName(last.BaseOffset, sfx))))
+			}
+		},
+	}
+	for name, damage := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "p")
+			copyDir(t, orig, dir)
+			damage(dir)
+			l, err := Open(dir, small())
+			require.NoError(t, err)
+			defer l.Close()
+			assert.False(t, l.OpenStats().FromManifest)
+			want := int64(600)
+			if name == "last segment gone" {
+				want = segs[len(segs)-1].BaseOffset
+			}
+			assert.Equal(t, want, readAll(t, l, 0))
+		})
+	}
+}

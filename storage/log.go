@@ -70,6 +70,7 @@ type Log struct {
 	// Replication state, guarded by writeMu (epochs also by epochMu for
 	// readers of the cache).
 	producers  *producerState
+	snapshots  []int64 // offsets of the producer snapshot files, sorted
 	epochMu    sync.Mutex
 	epochs     *epochCache
 	stampEpoch int32 // the epoch SetLeaderEpoch stamps on appends; -1: none
@@ -92,6 +93,7 @@ type OpenStats struct {
 	TruncatedBytes   int64 // bytes cut at the first invalid batch
 	DeletedSegments  int   // segments deleted after the first invalid batch
 	RemovedLeftovers int   // stale temporary or orphaned index files removed
+	FromManifest     bool  // the segment list came from the clean-close manifest
 }
 
 // Open opens (creating if needed) the partition log in dir.
@@ -161,56 +163,22 @@ func (l *Log) load() error {
 	}
 	l.openStats.Clean = clean
 
-	entries, err := fsys.ReadDir(l.dir)
-	if err != nil {
-		return err
-	}
+	// After a clean close the manifest lists the segments: no directory
+	// listing (thousands of names) and no file opened per sealed segment.
 	var bases []int64
-	logs := map[int64]bool{}
-	var orphans []string
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
-			orphans = append(orphans, name)
-			continue
-		}
-		var suffix string
-		for _, s := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
-			if strings.HasSuffix(name, s) {
-				suffix = s
-			}
-		}
-		if suffix == "" {
-			continue // not ours (checkpoints, marker, an operator's notes)
-		}
-		base, ok := segment.ParseFileName(name, suffix)
-		if !ok {
-			return fmt.Errorf("%w: unexpected file %s: segment files are named by 20 decimal digits", ErrCorrupt, filepath.Join(l.dir, name))
-		}
-		if e.Type()&fs.ModeSymlink != 0 || !e.Type().IsRegular() {
-			return fmt.Errorf("%w: %s is not a regular file (symbolic links are refused)", ErrCorrupt, filepath.Join(l.dir, name))
-		}
-		if suffix == segment.LogSuffix {
-			bases = append(bases, base)
-			logs[base] = true
+	var known map[int64]segmentInfo
+	if clean {
+		if m, ok := readManifest(fsys, l.dir); ok {
+			bases, known, l.snapshots = m.bases(), m.byBase(), m.Snapshots
+			l.openStats.FromManifest = true
 		}
 	}
-	// Index files without their .log are left from a deletion that a
-	// crash interrupted.
-	for _, e := range entries {
-		for _, s := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
-			if base, ok := segment.ParseFileName(e.Name(), s); ok && !logs[base] {
-				orphans = append(orphans, e.Name())
-			}
-		}
-	}
-	for _, name := range orphans {
-		if err := fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if bases == nil {
+		var err error
+		if bases, err = l.listDir(); err != nil {
 			return err
 		}
-		l.openStats.RemovedLeftovers++
 	}
-	slices.Sort(bases)
 
 	startOffset, haveStart, err := readCheckpoint(fsys, l.dir, logStartOffsetFile)
 	if err != nil {
@@ -259,10 +227,31 @@ func (l *Log) load() error {
 	segs := make([]*segment.Segment, len(bases))
 	for i := 0; i < len(bases)-1; i++ {
 		segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
+		if in, ok := known[bases[i]]; ok {
+			segs[i].SetKnown(in.Size, in.MaxTimestamp, in.MaxTimestampOffset)
+		}
 	}
 	last := len(bases) - 1
 	if clean {
 		active, err := segment.OpenActive(l.dir, bases[last], l.opts.segmentOptions())
+		if err != nil && l.openStats.FromManifest {
+			// The manifest does not match the files: trust nothing.
+			if active != nil {
+				_ = active.Close()
+			}
+			l.openStats.FromManifest, l.openStats.Clean = false, false
+			if bases, err = l.listDir(); err != nil {
+				return err
+			}
+			if len(bases) == 0 {
+				return fmt.Errorf("%w: the manifest lists segments that are gone", ErrCorrupt)
+			}
+			segs = make([]*segment.Segment, len(bases))
+			for i := 0; i < len(bases)-1; i++ {
+				segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
+			}
+			return l.finishLoad(segs, bases, 0, false, startOffset, haveStart)
+		}
 		if err != nil {
 			if active == nil {
 				return err
@@ -275,6 +264,12 @@ func (l *Log) load() error {
 			segs[last] = active
 		}
 	}
+	return l.finishLoad(segs, bases, recoveryPoint, clean, startOffset, haveStart)
+}
+
+// finishLoad recovers (when not clean) and publishes the loaded segments.
+func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint int64, clean bool, startOffset int64, haveStart bool) error {
+	fsys := l.opts.FS
 	if !clean {
 		if err := l.recover(segs, bases, recoveryPoint); err != nil {
 			return err
@@ -479,6 +474,9 @@ func (l *Log) Close() error {
 		if err == nil && l.epochsDirty {
 			err = l.writeEpochCacheLocked()
 		}
+		if err == nil {
+			err = l.writeManifestLocked()
+		}
 	}
 	// Closing a segment trims its index files to their used length.
 	err = errors.Join(err, l.closeSegments())
@@ -537,4 +535,70 @@ func (l *Log) loadReplicationState() error {
 	}
 	l.loadHighWatermark()
 	return nil
+}
+
+// listDir lists the directory: the segments' base offsets (sorted), the
+// producer snapshots (into l.snapshots); it removes leftovers of
+// interrupted writes and deletions, and refuses names and file types that
+// are not ours.
+func (l *Log) listDir() ([]int64, error) {
+	fsys := l.opts.FS
+	entries, err := fsys.ReadDir(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	var bases []int64
+	logs := map[int64]bool{}
+	var orphans []string
+	l.snapshots = l.snapshots[:0]
+	for _, e := range entries {
+		name := e.Name()
+		if off, ok := segment.ParseFileName(name, snapshotSuffix); ok {
+			l.snapshots = append(l.snapshots, off)
+			continue
+		}
+		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
+			orphans = append(orphans, name)
+			continue
+		}
+		var suffix string
+		for _, s := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+			if strings.HasSuffix(name, s) {
+				suffix = s
+			}
+		}
+		if suffix == "" {
+			continue // not ours (checkpoints, marker, an operator's notes)
+		}
+		base, ok := segment.ParseFileName(name, suffix)
+		if !ok {
+			return nil, fmt.Errorf("%w: unexpected file %s: segment files are named by 20 decimal digits", ErrCorrupt, filepath.Join(l.dir, name))
+		}
+		if e.Type()&fs.ModeSymlink != 0 || !e.Type().IsRegular() {
+			return nil, fmt.Errorf("%w: %s is not a regular file (symbolic links are refused)", ErrCorrupt, filepath.Join(l.dir, name))
+		}
+		if suffix == segment.LogSuffix {
+			bases = append(bases, base)
+			logs[base] = true
+		}
+	}
+	// Index files without their .log are left from a deletion that a
+	// crash interrupted.
+	for _, e := range entries {
+		for _, s := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
+			if base, ok := segment.ParseFileName(e.Name(), s); ok && !logs[base] {
+				orphans = append(orphans, e.Name())
+			}
+		}
+	}
+	for _, name := range orphans {
+		if err := fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		l.openStats.RemovedLeftovers++
+	}
+	slices.Sort(bases)
+	slices.Sort(l.snapshots)
+
+	return bases, nil
 }

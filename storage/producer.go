@@ -281,13 +281,12 @@ func (l *Log) writeProducerSnapshotLocked() error {
 		_ = l.opts.FS.Remove(tmp)
 		return fmt.Errorf("storage: write producer snapshot: %w", err)
 	}
-	offs, err := snapshotOffsets(l.opts.FS, l.dir)
-	if err != nil {
-		return err
+	if n := len(l.snapshots); n == 0 || l.snapshots[n-1] != end {
+		l.snapshots = append(l.snapshots, end)
 	}
-	for len(offs) > snapshotsKept {
-		_ = l.opts.FS.Remove(filepath.Join(l.dir, segment.FileName(offs[0], snapshotSuffix)))
-		offs = offs[1:]
+	for len(l.snapshots) > snapshotsKept {
+		_ = l.opts.FS.Remove(filepath.Join(l.dir, segment.FileName(l.snapshots[0], snapshotSuffix)))
+		l.snapshots = l.snapshots[1:]
 	}
 	return nil
 }
@@ -297,28 +296,27 @@ func (l *Log) writeProducerSnapshotLocked() error {
 // it. The caller holds writeMu (or is loading the log).
 func (l *Log) rebuildProducersLocked() error {
 	end := l.end.Load()
-	offs, err := snapshotOffsets(l.opts.FS, l.dir)
-	if err != nil {
-		return fmt.Errorf("storage: %s: list producer snapshots: %w", l.dir, err)
-	}
 	ps, from := newProducerState(), l.start.Load()
-	for i := len(offs) - 1; i >= 0; i-- {
-		path := filepath.Join(l.dir, segment.FileName(offs[i], snapshotSuffix))
-		if offs[i] > end {
-			_ = l.opts.FS.Remove(path)
-			continue
-		}
-		b, err := vfs.ReadFile(l.opts.FS, path, snapshotMaxBytes)
-		if err == nil {
-			var snap *producerState
-			if snap, err = decodeProducerSnapshot(b); err == nil {
-				ps, from = snap, max(offs[i], l.start.Load())
-				break
+	// The newest snapshot at or below the end wins; those above the end
+	// (truncated away) and damaged ones go.
+	for len(l.snapshots) > 0 {
+		off := l.snapshots[len(l.snapshots)-1]
+		path := filepath.Join(l.dir, segment.FileName(off, snapshotSuffix))
+		if off <= end {
+			b, err := vfs.ReadFile(l.opts.FS, path, snapshotMaxBytes)
+			if err == nil {
+				var snap *producerState
+				if snap, err = decodeProducerSnapshot(b); err == nil {
+					ps, from = snap, max(off, l.start.Load())
+					break
+				}
+			}
+			if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, ErrCorrupt) && !errors.Is(err, vfs.ErrTooLarge) {
+				return fmt.Errorf("storage: %s: read producer snapshot: %w", l.dir, err)
 			}
 		}
-		if !errors.Is(err, os.ErrNotExist) {
-			_ = l.opts.FS.Remove(path) // damaged: the log is the truth
-		}
+		_ = l.opts.FS.Remove(path)
+		l.snapshots = l.snapshots[:len(l.snapshots)-1]
 	}
 	// Entries past the end are from batches that are gone.
 	for id, e := range ps.m {
@@ -334,7 +332,7 @@ func (l *Log) rebuildProducersLocked() error {
 			delete(ps.m, id)
 		}
 	}
-	err = l.scanHeaders(from, end, func(h segment.Header) {
+	err := l.scanHeaders(from, end, func(h segment.Header) {
 		if h.HasProducer() {
 			ps.update(h, h.MaxTimestamp)
 		}

@@ -64,7 +64,9 @@ type FS interface {
 	Rename(oldpath, newpath string) error
 	// MkdirAll creates a directory and any parents that are missing.
 	MkdirAll(path string, perm os.FileMode) error
-	// ReadDir lists a directory, sorted by name.
+	// ReadDir lists a directory in no particular order (sorting thousands
+	// of segment names costs more than the listing; callers sort what
+	// they need).
 	ReadDir(name string) ([]os.DirEntry, error)
 	// Lstat describes a path without following a final symbolic link.
 	Lstat(name string) (os.FileInfo, error)
@@ -126,7 +128,14 @@ func (osFS) Remove(name string) error                     { return os.Remove(nam
 func (osFS) RemoveAll(name string) error                  { return os.RemoveAll(name) }
 func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
 func (osFS) MkdirAll(path string, perm os.FileMode) error { return os.MkdirAll(path, perm) }
-func (osFS) ReadDir(name string) ([]os.DirEntry, error)   { return os.ReadDir(name) }
+func (osFS) ReadDir(name string) ([]os.DirEntry, error) {
+	d, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadDir(-1)
+}
 func (osFS) Lstat(name string) (os.FileInfo, error)       { return os.Lstat(name) }
 
 func (osFS) SyncDir(dir string) error {

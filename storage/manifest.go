@@ -1,0 +1,135 @@
+package storage
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/seglog/seglog/internal/vfs"
+)
+
+// The manifest is written at a clean Close, just before the clean-shutdown
+// marker, and read only when the marker is present: it lists the segments
+// with what is known of them, so that a clean open neither lists the
+// directory nor opens a sealed segment. Any doubt (a missing, damaged or
+// inconsistent manifest) falls back to listing the directory. Text, one
+// item a line:
+//
+//	seglog manifest v1 <segments> <snapshots>
+//	<base> <size> <max timestamp> <offset of the max timestamp's batch>   (one per segment; -1: unknown)
+//	<snapshot offset>                                                     (one per producer snapshot)
+//	<xxhash64 of the lines above, 16 hex digits>
+const (
+	manifestFile     = "manifest"
+	manifestMaxBytes = 64 << 20
+)
+
+type segmentInfo struct {
+	Base               int64
+	Size               int64 // -1: unknown
+	MaxTimestamp       int64
+	MaxTimestampOffset int64 // -1: unknown (and MaxTimestamp with it)
+}
+
+type manifest struct {
+	Segments  []segmentInfo
+	Snapshots []int64
+}
+
+func (m *manifest) bases() []int64 {
+	out := make([]int64, len(m.Segments))
+	for i, s := range m.Segments {
+		out[i] = s.Base
+	}
+	return out
+}
+
+func (m *manifest) byBase() map[int64]segmentInfo {
+	out := make(map[int64]segmentInfo, len(m.Segments))
+	for _, s := range m.Segments {
+		out[s.Base] = s
+	}
+	return out
+}
+
+func (m *manifest) encode() []byte {
+	b := fmt.Appendf(nil, "seglog %s v1 %d %d\n", manifestFile, len(m.Segments), len(m.Snapshots))
+	for _, s := range m.Segments {
+		b = fmt.Appendf(b, "%d %d %d %d\n", s.Base, s.Size, s.MaxTimestamp, s.MaxTimestampOffset)
+	}
+	for _, o := range m.Snapshots {
+		b = fmt.Appendf(b, "%d\n", o)
+	}
+	return fmt.Appendf(b, "%016x\n", xxhash.Sum64(b))
+}
+
+func decodeManifest(b []byte) (*manifest, bool) {
+	if len(b) < 18 || b[len(b)-1] != '\n' {
+		return nil, false
+	}
+	body, sum := b[:len(b)-17], string(b[len(b)-17:len(b)-1])
+	if fmt.Sprintf("%016x", xxhash.Sum64(body)) != sum {
+		return nil, false
+	}
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	head := strings.Fields(lines[0])
+	if len(head) != 5 || head[0] != "seglog" || head[1] != manifestFile || head[2] != "v1" {
+		return nil, false
+	}
+	nseg, err1 := strconv.Atoi(head[3])
+	nsnap, err2 := strconv.Atoi(head[4])
+	if err1 != nil || err2 != nil || nseg < 1 || nsnap < 0 || 1+nseg+nsnap != len(lines) {
+		return nil, false
+	}
+	m := &manifest{Segments: make([]segmentInfo, 0, nseg), Snapshots: make([]int64, 0, nsnap)}
+	for _, line := range lines[1 : 1+nseg] {
+		f := strings.Fields(line)
+		if len(f) != 4 {
+			return nil, false
+		}
+		var v [4]int64
+		for i := range v {
+			x, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				return nil, false
+			}
+			v[i] = x
+		}
+		if v[0] < 0 || (len(m.Segments) > 0 && v[0] <= m.Segments[len(m.Segments)-1].Base) {
+			return nil, false
+		}
+		m.Segments = append(m.Segments, segmentInfo{Base: v[0], Size: v[1], MaxTimestamp: v[2], MaxTimestampOffset: v[3]})
+	}
+	for _, line := range lines[1+nseg:] {
+		x, err := strconv.ParseInt(line, 10, 64)
+		if err != nil || x < 0 || (len(m.Snapshots) > 0 && x <= m.Snapshots[len(m.Snapshots)-1]) {
+			return nil, false
+		}
+		m.Snapshots = append(m.Snapshots, x)
+	}
+	return m, true
+}
+
+func readManifest(fsys vfs.FS, dir string) (*manifest, bool) {
+	b, err := vfs.ReadFile(fsys, filepath.Join(dir, manifestFile), manifestMaxBytes)
+	if err != nil {
+		return nil, false
+	}
+	return decodeManifest(b)
+}
+
+// writeManifestLocked writes the manifest of the current segments. The
+// caller holds writeMu; the marker written after it makes it count.
+func (l *Log) writeManifestLocked() error {
+	m := manifest{Snapshots: l.snapshots}
+	for _, s := range l.segments() {
+		size, ts, tsOff := s.Known()
+		m.Segments = append(m.Segments, segmentInfo{Base: s.Base(), Size: size, MaxTimestamp: ts, MaxTimestampOffset: tsOff})
+	}
+	if err := vfs.WriteFileAtomic(l.opts.FS, filepath.Join(l.dir, manifestFile), m.encode(), l.opts.FileMode); err != nil {
+		return fmt.Errorf("storage: write manifest: %w", err)
+	}
+	return nil
+}

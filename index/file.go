@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/edsrzf/mmap-go"
 
@@ -82,7 +83,7 @@ func openEntryFile(path string, size int, cols []column, opts Options) (*entryFi
 }
 
 func (f *entryFile) openReadOnly() error {
-	file, err := f.fs.OpenFile(f.path, os.O_RDONLY, 0)
+	file, err := f.fs.OpenFile(f.path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("index: open %s: %w", f.path, err)
 	}
@@ -111,7 +112,7 @@ func (f *entryFile) openReadOnly() error {
 }
 
 func (f *entryFile) openWritable(perm os.FileMode) (err error) {
-	file, err := f.fs.OpenFile(f.path, os.O_RDWR|os.O_CREATE, perm)
+	file, err := f.fs.OpenFile(f.path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, perm)
 	if err != nil {
 		return fmt.Errorf("index: open %s: %w", f.path, err)
 	}

@@ -294,7 +294,9 @@ func (s *Segment) openFiles() error {
 	if s.writable {
 		flag = os.O_RDWR
 	}
-	f, err := s.opts.FS.OpenFile(s.LogPath(), flag, s.opts.FileMode)
+	// O_NOFOLLOW: a segment file replaced by a symbolic link is refused,
+	// so nothing outside the directory is ever read or written.
+	f, err := s.opts.FS.OpenFile(s.LogPath(), flag|syscall.O_NOFOLLOW, s.opts.FileMode)
 	if err != nil {
 		return fmt.Errorf("segment: open: %w", err)
 	}

@@ -136,7 +136,7 @@ func (osFS) ReadDir(name string) ([]os.DirEntry, error) {
 	defer d.Close()
 	return d.ReadDir(-1)
 }
-func (osFS) Lstat(name string) (os.FileInfo, error)       { return os.Lstat(name) }
+func (osFS) Lstat(name string) (os.FileInfo, error) { return os.Lstat(name) }
 
 func (osFS) SyncDir(dir string) error {
 	d, err := os.Open(dir)

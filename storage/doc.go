@@ -11,6 +11,10 @@
 //	    00000000000000000000.timeindex  sparse time index
 //	    recovery-point                  offsets below it are known flushed
 //	    log-start-offset                the first readable offset
+//	    leader-epoch-checkpoint         (epoch, first offset) per leader epoch
+//	    high-watermark                  the replicated offset
+//	    <offset>.snapshot               idempotent producers' state at <offset>
+//	    manifest                        the segment list, written at a clean Close
 //	    .clean-shutdown                 present only after a clean Close
 //
 // The clean-shutdown marker lives in each partition directory rather than

@@ -59,7 +59,7 @@ func openEntryFile(path string, size int, cols []column, opts Options) (*entryFi
 	}
 	f := &entryFile{fs: fs, path: path, size: size, cols: cols, warm: warmBytes / size}
 	if !opts.Writable {
-		if err := f.openReadOnly(); err != nil {
+		if err := f.openReadOnly(opts.Live); err != nil {
 			return nil, err
 		}
 		return f, nil
@@ -82,8 +82,13 @@ func openEntryFile(path string, size int, cols []column, opts Options) (*entryFi
 	return f, nil
 }
 
-func (f *entryFile) openReadOnly() error {
+func (f *entryFile) openReadOnly(live bool) error {
 	file, err := f.fs.OpenFile(f.path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if live && errors.Is(err, os.ErrNotExist) {
+		// The writer creates its index on the segment's first append:
+		// until then a live index has no entries.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("index: open %s: %w", f.path, err)
 	}
@@ -106,6 +111,9 @@ func (f *entryFile) openReadOnly() error {
 	f.file = file
 	f.openSize = sz
 	n := int(sz / int64(f.size))
+	if live {
+		n = sort.Search(n, func(i int) bool { return allZero(f.m[i*f.size : (i+1)*f.size]) })
+	}
 	f.n.Store(int64(n))
 	f.limit = n
 	return nil
@@ -420,8 +428,10 @@ func (f *entryFile) close() error {
 			errs = append(errs, fmt.Errorf("index: truncate %s: %w", f.path, err))
 		}
 	}
-	if err := f.file.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("index: close %s: %w", f.path, err))
+	if f.file != nil {
+		if err := f.file.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("index: close %s: %w", f.path, err))
+		}
 	}
 	f.file = nil
 	return errors.Join(errs...)

@@ -143,8 +143,11 @@ type Segment struct {
 	closed   bool
 	deleted  bool
 	removed  bool // every file of a deleted segment is gone
+	tail     bool // read-only view of a segment another process appends to
 
 	used atomic.Bool // set on use; cleared by the Budget's clock sweep
+
+	refreshMu sync.Mutex // serializes Refresh of a tail segment
 
 	// Published state, read without locks.
 	size     atomic.Int64 // bytes of whole batches; -1 until known
@@ -247,6 +250,66 @@ func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
 	return s, nil
 }
 
+// OpenTail opens, read-only, the active segment of a log that another
+// process is appending to: it changes nothing on disk. Its end is the last
+// complete, valid batch found by scanning from the last index entry; a
+// batch being written is simply not there yet. Refresh looks again.
+func OpenTail(dir string, base int64, opts Options) (*Segment, error) {
+	s := newSegment(dir, base, opts)
+	s.tail = true
+	s.size.Store(0)
+	if _, err := s.Refresh(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Refresh extends a tail segment (OpenTail) over the complete batches the
+// writer has appended since, and reports whether it grew.
+func (s *Segment) Refresh() (bool, error) {
+	if err := s.acquire(); err != nil {
+		return false, err
+	}
+	defer s.mu.RUnlock()
+	fi, err := s.log.Stat()
+	if err != nil {
+		return false, fmt.Errorf("segment: %w", err)
+	}
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	pos, next := s.size.Load(), s.next.Load()
+	if pos == 0 {
+		start := s.oidx.Lookup(math.MaxInt64)
+		if start.Position < fi.Size() {
+			pos, next = start.Position, start.Offset
+		}
+	}
+	grew := false
+	for pos < fi.Size() {
+		h, err := s.readHeader(pos, fi.Size())
+		if err != nil || h.BaseOffset != next {
+			break // a batch being written, or not ours to judge: stop here
+		}
+		buf := make([]byte, h.Size())
+		if _, err := s.log.ReadAt(buf, pos); err != nil {
+			break
+		}
+		if _, err := Verify(buf, s.opts.Limits); err != nil {
+			break
+		}
+		s.noteBatch(h)
+		pos += int64(h.Size())
+		next = h.NextOffset()
+		grew = true
+	}
+	if grew {
+		s.size.Store(pos)
+		s.next.Store(next)
+	}
+	return grew, nil
+}
+
 // acquire makes sure the files are open and returns with s.mu held for
 // reading; the caller must RUnlock it.
 func (s *Segment) acquire() error {
@@ -300,7 +363,7 @@ func (s *Segment) openFiles() error {
 	if err != nil {
 		return fmt.Errorf("segment: open: %w", err)
 	}
-	iopts := index.Options{FS: s.opts.FS, MaxBytes: s.opts.MaxIndexBytes, Writable: s.writable, Perm: s.opts.FileMode}
+	iopts := index.Options{FS: s.opts.FS, MaxBytes: s.opts.MaxIndexBytes, Writable: s.writable, Live: s.tail, Perm: s.opts.FileMode}
 	oidx, err := index.OpenOffset(s.path(IndexSuffix), s.base, iopts)
 	if err != nil {
 		_ = f.Close()
@@ -322,7 +385,7 @@ func (s *Segment) openFiles() error {
 	}
 	s.log, s.oidx, s.tidx = f, oidx, tidx
 	s.mapLog()
-	if !s.writable {
+	if !s.writable && !s.tail {
 		// A sealed segment's indexes are derived data written before it
 		// was sealed; check them once as they are mapped, and rebuild
 		// them from the log if they are not sane.

@@ -116,6 +116,9 @@ func (l *Log) checkWritableLocked() error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
+	if l.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	if err := l.failure(); err != nil {
 		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
@@ -274,6 +277,9 @@ func (l *Log) failOp(op string, err error) error {
 func (l *Log) Sync() error {
 	if l.closed.Load() {
 		return ErrClosed
+	}
+	if l.opts.ReadOnly {
+		return ErrReadOnly
 	}
 	if err := l.syncTo(l.end.Load()); err != nil {
 		return err
@@ -532,6 +538,9 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 	defer l.writeMu.Unlock()
 	if l.closed.Load() {
 		return DeleteResult{}, ErrClosed
+	}
+	if l.opts.ReadOnly {
+		return DeleteResult{}, ErrReadOnly
 	}
 	if err := l.durableMarkerRemovalLocked(); err != nil {
 		return DeleteResult{}, err

@@ -26,6 +26,9 @@ var (
 	// ErrTruncated is returned to an appender waiting for its fsync when
 	// a Truncate removed its records first: they were not acknowledged.
 	ErrTruncated = errors.New("storage: records truncated before they were flushed")
+	// ErrReadOnly is returned by writes to a log or store opened with
+	// ReadOnly.
+	ErrReadOnly = errors.New("storage: opened read-only")
 	// ErrInvalidOptions reports Options that cannot be used.
 	ErrInvalidOptions = errors.New("storage: invalid options")
 	// ErrInvalidTopic reports a topic name outside [a-zA-Z0-9._-]{1,249},

@@ -26,6 +26,9 @@ func (l *Log) SetHighWatermark(hw int64) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
+	if l.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	if hw < l.start.Load() || hw > l.end.Load() {
 		return fmt.Errorf("%w: high watermark %d outside [%d, %d]", ErrOffsetOutOfRange, hw, l.start.Load(), l.end.Load())
 	}

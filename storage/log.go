@@ -106,6 +106,13 @@ func Open(dir string, opts Options) (*Log, error) {
 	l.syncCond = sync.NewCond(&l.syncMu)
 	ch := make(chan struct{})
 	l.notify.Store(&ch)
+	if opts.ReadOnly {
+		if err := l.loadReadOnly(); err != nil {
+			l.closeSegments()
+			return nil, fmt.Errorf("storage: open %s read-only: %w", dir, err)
+		}
+		return l, nil
+	}
 	if !opts.unlocked {
 		if err := opts.FS.MkdirAll(dir, opts.DirMode); err != nil {
 			return nil, fmt.Errorf("storage: open %s: %w", dir, err)
@@ -452,6 +459,11 @@ func (l *Log) Close() error {
 		l.writeMu.Unlock()
 		return nil
 	}
+	if l.opts.ReadOnly {
+		l.writeMu.Unlock()
+		l.wakeWaiters()
+		return l.closeSegments()
+	}
 	close(l.stop)
 	l.writeMu.Unlock()
 	l.wg.Wait()
@@ -592,6 +604,9 @@ func (l *Log) listDir() ([]int64, error) {
 		}
 	}
 	for _, name := range orphans {
+		if l.opts.ReadOnly {
+			break // not ours to clean up
+		}
 		if err := fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
@@ -601,4 +616,82 @@ func (l *Log) listDir() ([]int64, error) {
 	slices.Sort(l.snapshots)
 
 	return bases, nil
+}
+
+// loadReadOnly opens the segments without changing anything: sealed ones
+// lazily, the last one as a tail (see segment.OpenTail).
+func (l *Log) loadReadOnly() error {
+	fi, err := l.opts.FS.Lstat(l.dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (symbolic links are not followed)", l.dir)
+	}
+	bases, err := l.listDir()
+	if err != nil {
+		return err
+	}
+	if len(bases) == 0 {
+		return fmt.Errorf("%w: no segment in %s", ErrCorrupt, l.dir)
+	}
+	segs := make([]*segment.Segment, len(bases))
+	for i := 0; i < len(bases)-1; i++ {
+		segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
+	}
+	tail, err := segment.OpenTail(l.dir, bases[len(bases)-1], l.opts.segmentOptions())
+	if err != nil {
+		return err
+	}
+	segs[len(segs)-1] = tail
+	l.publish(segs)
+	start := bases[0]
+	if v, ok, err := readCheckpoint(l.opts.FS, l.dir, logStartOffsetFile); err == nil && ok && v > start && v <= tail.NextOffset() {
+		start = v
+	}
+	l.start.Store(start)
+	l.end.Store(tail.NextOffset())
+	l.flushed.Store(l.end.Load())
+	l.loadHighWatermark()
+	return nil
+}
+
+// Refresh makes a read-only log (Options.ReadOnly) see what the writing
+// process appended since: complete batches of the tail segment, and the
+// segments it rolled to. It returns whether the end offset moved. On a
+// writable log it does nothing.
+func (l *Log) Refresh() (bool, error) {
+	if !l.opts.ReadOnly {
+		return false, nil
+	}
+	if l.closed.Load() {
+		return false, ErrClosed
+	}
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	before := l.end.Load()
+	for {
+		segs := l.segments()
+		tail := segs[len(segs)-1]
+		if _, err := tail.Refresh(); err != nil {
+			return false, err
+		}
+		// A segment at the tail's end means the writer rolled: the tail
+		// is complete; follow into the next one.
+		next := tail.NextOffset()
+		if _, err := l.opts.FS.Lstat(filepath.Join(l.dir, segment.FileName(next, segment.LogSuffix))); err != nil || next == tail.Base() {
+			break
+		}
+		nt, err := segment.OpenTail(l.dir, next, l.opts.segmentOptions())
+		if err != nil {
+			return false, err
+		}
+		l.publish(append(segs, nt))
+	}
+	l.end.Store(l.active().NextOffset())
+	moved := l.end.Load() != before
+	if moved {
+		l.wakeWaiters()
+	}
+	return moved, nil
 }

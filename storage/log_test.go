@@ -355,3 +355,64 @@ func fixChecksum(b []byte) {
 	sum := xxhash.Sum64(b[25:])
 	binary.BigEndian.PutUint64(b[17:], sum)
 }
+
+// A read-only log follows a log that another process (here another Log
+// on the same directory) writes: across rolls, waking by polling, and
+// refusing every write.
+func TestReadOnlyFollowsWriter(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(dir, small())
+	require.NoError(t, err)
+	defer w.Close()
+	fill(t, w, 40, 4)
+
+	ro := small()
+	ro.ReadOnly = true
+	r, err := Open(dir, ro)
+	require.NoError(t, err)
+	defer r.Close()
+	assert.Equal(t, int64(40), r.EndOffset())
+	_, err = r.Append(Record{Value: []byte("x")})
+	assert.ErrorIs(t, err, ErrReadOnly)
+	assert.ErrorIs(t, r.Truncate(0), ErrReadOnly)
+	_, err = r.DeleteSegmentsBefore(10)
+	assert.ErrorIs(t, err, ErrReadOnly)
+
+	done := make(chan int64)
+	go func() {
+		rd := r.NewReader(0)
+		n := int64(0)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for n < 1000 {
+			for rd.Next() {
+				if rd.Record().Offset != n || string(rd.Record().Value) != string(val(n)) {
+					t.Errorf("offset %d: got %d %q", n, rd.Record().Offset, rd.Record().Value)
+				}
+				n++
+			}
+			if rd.Err() != nil {
+				t.Error(rd.Err())
+				break
+			}
+			if n == 1000 {
+				break
+			}
+			if err := r.Wait(ctx, rd.Offset()); err != nil {
+				t.Error(err)
+				break
+			}
+		}
+		done <- n
+	}()
+	fill(t, w, 960, 6) // rolls many segments while the reader follows
+	select {
+	case n := <-done:
+		assert.Equal(t, int64(1000), n)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the read-only log did not follow the writer")
+	}
+	segs, err := r.Segments()
+	require.NoError(t, err)
+	assert.Greater(t, len(segs), 5)
+}

@@ -104,6 +104,12 @@ type Options struct {
 	// ProducerExpiry is how long the state of an idempotent producer is
 	// kept after all its batches were deleted (default 24h).
 	ProducerExpiry time.Duration
+	// ReadOnly opens a log without changing anything on disk and without
+	// the directory lock, to read a log that another process may be
+	// writing (a tool following it): no recovery, no checkpoints; every
+	// write returns ErrReadOnly. The end offset is what the files held at
+	// open; Refresh, Wait and the Reader look again for more.
+	ReadOnly bool
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
 
 	"github.com/seglog/seglog/segment"
 )
@@ -32,6 +33,14 @@ func (l *Log) Wait(ctx context.Context, offset int64) error {
 func (l *Log) waitFor(ctx context.Context, cond func() bool) error {
 	l.waiters.Add(1)
 	defer l.waiters.Add(-1)
+	// A read-only log has no appends in this process to wake it: it looks
+	// at the files every readOnlyPoll instead.
+	var poll <-chan time.Time
+	if l.opts.ReadOnly {
+		t := time.NewTicker(readOnlyPoll)
+		defer t.Stop()
+		poll = t.C
+	}
 	for {
 		ch := *l.notify.Load()
 		if cond() {
@@ -42,11 +51,18 @@ func (l *Log) waitFor(ctx context.Context, cond func() bool) error {
 		}
 		select {
 		case <-ch:
+		case <-poll:
+			if _, err := l.Refresh(); err != nil {
+				return err
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 }
+
+// readOnlyPoll is how often Wait on a read-only log looks for new data.
+const readOnlyPoll = 50 * time.Millisecond
 
 // MaxReadBytes caps the maxBytes of one read.
 const MaxReadBytes = 64 << 20

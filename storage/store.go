@@ -111,14 +111,23 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 	s.opts.Log.externalFlusher = true
 	s.opts.Log.unlocked = true // the store's lock covers its logs
 	fsys := opts.Log.FS
-	if err := fsys.MkdirAll(root, opts.Log.DirMode); err != nil {
-		return nil, fmt.Errorf("storage: open store: %w", err)
+	if opts.Log.ReadOnly {
+		// A reader beside a writing process: no lock, no change.
+		if fi, err := fsys.Lstat(root); err != nil {
+			return nil, fmt.Errorf("storage: open store: %w", err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("storage: open store: %s is not a directory", root)
+		}
+	} else {
+		if err := fsys.MkdirAll(root, opts.Log.DirMode); err != nil {
+			return nil, fmt.Errorf("storage: open store: %w", err)
+		}
+		lock, err := lockDir(root)
+		if err != nil {
+			return nil, err
+		}
+		s.lock = lock
 	}
-	lock, err := lockDir(root)
-	if err != nil {
-		return nil, err
-	}
-	s.lock = lock
 	defer func() {
 		if s.lock != nil && s.closed {
 			s.lock.unlock()
@@ -133,6 +142,9 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasSuffix(name, ".deleted") {
+			if opts.Log.ReadOnly {
+				continue
+			}
 			if err := fsys.RemoveAll(filepath.Join(root, name)); err != nil {
 				s.closed = true
 				return nil, fmt.Errorf("storage: finish deleting %s: %w", name, err)
@@ -162,7 +174,7 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 		}
 		s.topics[topic] = len(ps)
 	}
-	if opts.Log.Sync == SyncInterval {
+	if opts.Log.Sync == SyncInterval && !opts.Log.ReadOnly {
 		s.wg.Add(1)
 		go s.flushLoop()
 	}
@@ -194,6 +206,9 @@ func (s *Store) OpenFiles() int { return s.budget.OpenFiles() }
 // it is ErrTopicExists. Partition directories left by a creation that a
 // crash interrupted are completed.
 func (s *Store) CreateTopic(topic string, partitions int) error {
+	if s.opts.Log.ReadOnly {
+		return ErrReadOnly
+	}
 	if err := ValidateTopic(topic); err != nil {
 		return err
 	}
@@ -292,6 +307,9 @@ func (s *Store) Log(topic string, partition int32) (*Log, error) {
 // first renamed to a hidden name, so a crash part-way leaves either the
 // partition or nothing, and the next OpenStore finishes the removal.
 func (s *Store) DeleteTopic(topic string) error {
+	if s.opts.Log.ReadOnly {
+		return ErrReadOnly
+	}
 	if err := ValidateTopic(topic); err != nil {
 		return err
 	}

@@ -86,10 +86,12 @@ func TestBinary(t *testing.T) {
 		got = append(got, sc.Text())
 	}
 	assert.Equal(t, []string{"a", "b", "c"}, got)
-	// While it runs, it owns the directory.
-	code, _, errOut = runBinary(t, bin, "x\n", "produce", "--dir", dir, "--topic", "t")
-	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "in use by another seglog process")
+	// It follows what another process produces meanwhile.
+	code, out, errOut = runBinary(t, bin, "d\n", "produce", "--dir", dir, "--topic", "t")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "0 3\n", out)
+	require.True(t, sc.Scan(), "the follower prints the new record")
+	assert.Equal(t, "d", sc.Text())
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	waited := make(chan error, 1)
@@ -107,7 +109,7 @@ func TestBinary(t *testing.T) {
 	require.NoError(t, err)
 	pos, err := st.Fetch("g", "t", 0)
 	require.NoError(t, err)
-	assert.Equal(t, int64(3), pos.Offset)
+	assert.Equal(t, int64(4), pos.Offset)
 	require.NoError(t, st.Close())
 
 	// Resuming the group prints nothing new.

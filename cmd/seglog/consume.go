@@ -147,7 +147,9 @@ func runConsume(e *env, args []string) int {
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
-	store, code := openStore(c, *dir, false, storage.StoreOptions{})
+	// Read-only: consume changes nothing in the logs and takes no lock,
+	// so it can follow a log that a producer process is writing.
+	store, code := openStore(c, *dir, false, storage.StoreOptions{Log: storage.Options{ReadOnly: true}})
 	if store == nil {
 		return code
 	}

@@ -65,6 +65,10 @@ type Options struct {
 	Limits             Limits      // default DefaultLimits
 	FileMode           os.FileMode // default vfs.DefaultFileMode
 	Budget             *Budget     // shared cap on open files; nil: none
+	// ReadOnly never changes a file: a sealed segment whose index fails
+	// its sanity check is read without rebuilding it (batches are still
+	// checksummed when read). For tools and read-only logs.
+	ReadOnly bool
 	// MaxMapBytes is the address space an active segment's read-only
 	// map of its .log reserves (default DefaultMaxMapBytes); reads past
 	// it use pread. The log sets it to its roll size plus one batch.
@@ -388,8 +392,8 @@ func (s *Segment) openFiles() error {
 	if !s.writable && !s.tail {
 		// A sealed segment's indexes are derived data written before it
 		// was sealed; check them once as they are mapped, and rebuild
-		// them from the log if they are not sane.
-		if s.oidx.SanityCheck(s.size.Load()) != nil || s.tidx.SanityCheck(s.base, s.next.Load()) != nil {
+		// them from the log if they are not sane (never when read-only).
+		if !s.opts.ReadOnly && (s.oidx.SanityCheck(s.size.Load()) != nil || s.tidx.SanityCheck(s.base, s.next.Load()) != nil) {
 			if err := s.rebuildSealedIndexesLocked(); err != nil {
 				return err
 			}

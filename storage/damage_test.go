@@ -274,3 +274,35 @@ func TestManifest(t *testing.T) {
 		})
 	}
 }
+
+// A read-only open changes no byte, even of a log whose index is damaged.
+func TestReadOnlyChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	segs := buildLog(t, dir, 600)
+	idx := filepath.Join(dir, segment.FileName(segs[1].BaseOffset, segment.IndexSuffix))
+	require.NoError(t, os.WriteFile(idx, nil, 0o640))
+	require.NoError(t, os.Remove(filepath.Join(dir, cleanShutdownFile)))
+	before := snapshotDir(t, dir)
+	opts := small()
+	opts.ReadOnly = true
+	l, err := Open(dir, opts)
+	require.NoError(t, err)
+	assert.Equal(t, int64(600), readAll(t, l, 0))
+	_, err = l.Segments()
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	assert.Equal(t, before, snapshotDir(t, dir))
+}
+
+// snapshotDir maps every file name in dir to its content.
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		out[e.Name()] = string(b)
+	}
+	return out
+}

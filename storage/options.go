@@ -191,5 +191,6 @@ func (o Options) segmentOptions() segment.Options {
 		FileMode:           o.FileMode,
 		Budget:             o.Budget,
 		MaxMapBytes:        o.SegmentBytes + int64(o.Limits.MaxBatchBytes),
+		ReadOnly:           o.ReadOnly,
 	}
 }

@@ -131,9 +131,10 @@ func ParseFileName(name, suffix string) (base int64, ok bool) {
 // never wait for Append. Files are opened on first use and may be closed
 // by the Budget while idle.
 type Segment struct {
-	dir  string
-	base int64
-	opts Options
+	dir     string
+	base    int64
+	opts    Options
+	logPath string
 
 	// mu guards the open files and the lifecycle flags: readers and the
 	// appender hold it for reading while they use the files; opening,
@@ -171,13 +172,14 @@ func (s *Segment) path(suffix string) string {
 func (s *Segment) Base() int64 { return s.base }
 
 // LogPath returns the path of the segment's .log file.
-func (s *Segment) LogPath() string { return s.path(LogSuffix) }
+func (s *Segment) LogPath() string { return s.logPath }
 
 // NextOffset returns the offset after the segment's last record.
 func (s *Segment) NextOffset() int64 { return s.next.Load() }
 
 func newSegment(dir string, base int64, opts Options) *Segment {
 	s := &Segment{dir: dir, base: base, opts: opts.withDefaults()}
+	s.logPath = s.path(LogSuffix) // on every error path and read: built once
 	s.size.Store(-1)
 	s.next.Store(base)
 	s.maxTS.Store(math.MinInt64)

@@ -24,6 +24,7 @@ const (
 	ModeRecords
 )
 
+// String names the read call: ReadInto or Reader.
 func (m ConsumeMode) String() string {
 	if m == ModeRecords {
 		return "Reader"

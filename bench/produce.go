@@ -26,6 +26,7 @@ const (
 	PathRecords
 )
 
+// String names the append call: AppendBatch or Append.
 func (p AppendPath) String() string {
 	if p == PathRecords {
 		return "Append"

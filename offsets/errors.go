@@ -28,6 +28,7 @@ type CorruptError struct {
 	Reason string
 }
 
+// Error says which file, where, and why.
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("offsets: corrupt %s at byte %d: %s", e.File, e.Pos, e.Reason)
 }

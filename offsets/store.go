@@ -32,6 +32,7 @@ const (
 	SyncNever
 )
 
+// String returns the policy's name.
 func (p SyncPolicy) String() string {
 	switch p {
 	case SyncAlways:

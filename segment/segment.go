@@ -51,10 +51,12 @@ type CorruptError struct {
 	Err  error
 }
 
+// Error says which file, where, and why.
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("%s at byte %d: %v", e.File, e.Pos, e.Err)
 }
 
+// Unwrap returns the decoding error, which wraps ErrCorrupt.
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 // Options configure a segment. The zero value is usable.

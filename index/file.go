@@ -3,6 +3,7 @@ package index
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"
@@ -34,6 +35,7 @@ const (
 // entries below it, which append never changes. Every other method runs
 // alone.
 type entryFile struct {
+	heap bool // m is a copy in memory (a live index), not a map
 	fs   vfs.FS
 	path string
 	file vfs.File     // nil once closed
@@ -102,6 +104,11 @@ func (f *entryFile) openReadOnly(live bool) error {
 		_ = file.Close()
 		return fmt.Errorf("index: open %s: %d bytes cannot be mapped", f.path, sz)
 	}
+	if live {
+		// Another process writes, truncates and trims this file: a map
+		// of it could fault. Copy the entries in use instead.
+		return f.copyLive(file, sz)
+	}
 	if sz > 0 {
 		if f.m, err = mmap.MapRegion(file.OSFile(), int(sz), mmap.RDONLY, 0, 0); err != nil {
 			_ = file.Close()
@@ -111,11 +118,30 @@ func (f *entryFile) openReadOnly(live bool) error {
 	f.file = file
 	f.openSize = sz
 	n := int(sz / int64(f.size))
-	if live {
-		n = sort.Search(n, func(i int) bool { return allZero(f.m[i*f.size : (i+1)*f.size]) })
-	}
 	f.n.Store(int64(n))
 	f.limit = n
+	return nil
+}
+
+// maxLiveBytes bounds the copy of a live index.
+const maxLiveBytes = 64 << 20
+
+// copyLive reads a live index into memory (closing the file): the entries
+// before the first all-zero one, as they are now.
+func (f *entryFile) copyLive(file vfs.File, sz int64) error {
+	defer file.Close()
+	sz = min(sz, maxLiveBytes)
+	buf := make([]byte, sz-sz%int64(f.size))
+	n, err := file.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("index: read %s: %w", f.path, err)
+	}
+	buf = buf[:n-n%f.size]
+	k := sort.Search(len(buf)/f.size, func(i int) bool { return allZero(buf[i*f.size : (i+1)*f.size]) })
+	f.m = mmap.MMap(buf[:k*f.size])
+	f.heap = true
+	f.n.Store(int64(k))
+	f.limit = k
 	return nil
 }
 
@@ -439,6 +465,10 @@ func (f *entryFile) close() error {
 
 func (f *entryFile) unmap() error {
 	if f.m == nil {
+		return nil
+	}
+	if f.heap {
+		f.m = nil
 		return nil
 	}
 	err := f.m.Unmap()

@@ -154,7 +154,9 @@ type Segment struct {
 
 	used atomic.Bool // set on use; cleared by the Budget's clock sweep
 
-	refreshMu sync.Mutex // serializes Refresh of a tail segment
+	refreshMu sync.Mutex // serializes Refresh of a tail segment; guards lastPos, lastSum
+	lastPos   int64      // tail: position of the last batch read (-1: none)
+	lastSum   uint64     // tail: its checksum
 
 	// Published state, read without locks.
 	size     atomic.Int64 // bytes of whole batches; -1 until known
@@ -265,12 +267,42 @@ func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
 func OpenTail(dir string, base int64, opts Options) (*Segment, error) {
 	s := newSegment(dir, base, opts)
 	s.tail = true
+	s.lastPos = -1
 	s.size.Store(0)
 	if _, err := s.Refresh(); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// Shrunk reports whether the writer truncated a tail segment (OpenTail)
+// under this view: the file is shorter than what the view has read, or the
+// last batch it read is no longer there (truncated, then written again).
+func (s *Segment) Shrunk() (bool, error) {
+	if err := s.acquire(); err != nil {
+		return false, err
+	}
+	defer s.mu.RUnlock()
+	fi, err := s.log.Stat()
+	if err != nil {
+		return false, fmt.Errorf("segment: %w", err)
+	}
+	if fi.Size() < s.size.Load() {
+		return true, nil
+	}
+	s.refreshMu.Lock()
+	pos, sum := s.lastPos, s.lastSum
+	s.refreshMu.Unlock()
+	if pos < 0 {
+		return false, nil
+	}
+	var hb [HeaderSize]byte
+	if _, err := s.log.ReadAt(hb[:], pos); err != nil {
+		return true, nil
+	}
+	h, err := ParseHeader(hb[:], s.opts.Limits)
+	return err != nil || h.Checksum != sum, nil
 }
 
 // Refresh extends a tail segment (OpenTail) over the complete batches the
@@ -307,6 +339,7 @@ func (s *Segment) Refresh() (bool, error) {
 			break
 		}
 		s.noteBatch(h)
+		s.lastPos, s.lastSum = pos, h.Checksum
 		pos += int64(h.Size())
 		next = h.NextOffset()
 		grew = true

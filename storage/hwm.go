@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/seglog/seglog/segment"
 )
 
 // The high watermark is the offset below which every record is replicated
@@ -65,13 +67,27 @@ func (l *Log) clampHighWatermark() {
 	l.hw.Store(min(max(l.hw.Load(), l.start.Load()), l.end.Load()))
 }
 
-// ReadCommitted is ReadInto bounded by the high watermark: it returns the
-// batches that begin below it. Batches are whole, so a batch that straddles
-// the mark is returned (brokers move the mark by whole batches, as
-// followers copy them); NewCommittedReader filters records at or above
-// it. From the high watermark to EndOffset it returns nothing and no error.
+// ReadCommitted is ReadInto bounded by the high watermark: it returns only
+// whole batches that lie entirely below it (as Kafka does), so a batch
+// that straddles the mark waits until the mark passes its end. From there
+// to EndOffset it returns nothing and no error. (NewCommittedReader goes
+// further: it returns the records of a straddling batch that are below
+// the mark.)
 func (l *Log) ReadCommitted(dst []byte, offset int64, maxBytes int) ([]byte, error) {
-	return l.readBounded(dst, offset, maxBytes, l.hw.Load())
+	hw := l.hw.Load()
+	data, err := l.readBounded(dst, offset, maxBytes, hw)
+	if err != nil {
+		return data, err
+	}
+	p := 0
+	for p+segment.HeaderSize <= len(data) {
+		h, err := segment.ParseHeader(data[p:], l.opts.Limits)
+		if err != nil || h.LastOffset() >= hw {
+			break
+		}
+		p += h.Size()
+	}
+	return data[:p], nil
 }
 
 // NewCommittedReader is NewReader bounded by the high watermark.

@@ -180,6 +180,15 @@ func (l *Log) load() error {
 			l.openStats.FromManifest = true
 		}
 	}
+	// A manifest is good for the one open that follows the close that
+	// wrote it: remove it now, with the marker (its removal is made
+	// durable before the first write), so that no later clean shutdown
+	// that did not write one can pair the marker with a stale list.
+	if clean {
+		if err := fsys.Remove(filepath.Join(l.dir, manifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
 	if bases == nil {
 		var err error
 		if bases, err = l.listDir(); err != nil {
@@ -241,6 +250,11 @@ func (l *Log) load() error {
 	last := len(bases) - 1
 	if clean {
 		active, err := segment.OpenActive(l.dir, bases[last], l.opts.segmentOptions())
+		if err == nil && l.openStats.FromManifest {
+			if _, serr := fsys.Lstat(filepath.Join(l.dir, segment.FileName(active.NextOffset(), segment.LogSuffix))); serr == nil && active.NextOffset() != active.Base() {
+				err = fmt.Errorf("%w: a segment follows the manifest's last one", ErrCorrupt)
+			}
+		}
 		if err != nil && l.openStats.FromManifest {
 			// The manifest does not match the files: trust nothing.
 			if active != nil {
@@ -278,6 +292,11 @@ func (l *Log) load() error {
 func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint int64, clean bool, startOffset int64, haveStart bool) error {
 	fsys := l.opts.FS
 	if !clean {
+		// Recovery changes files: a crash from here on must not find the
+		// marker again.
+		if err := l.durableMarkerRemovalLocked(); err != nil {
+			return err
+		}
 		if err := l.recover(segs, bases, recoveryPoint); err != nil {
 			return err
 		}
@@ -486,7 +505,9 @@ func (l *Log) Close() error {
 		if err == nil && l.epochsDirty {
 			err = l.writeEpochCacheLocked()
 		}
-		if err == nil {
+		if err == nil && len(l.pendingDelete) == 0 {
+			// With files of half-failed deletions still on disk, the next
+			// open must list the directory (and remove them).
 			err = l.writeManifestLocked()
 		}
 	}
@@ -670,9 +691,53 @@ func (l *Log) Refresh() (bool, error) {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	before := l.end.Load()
+	// The writer's deletions from the front: the start moves, and the
+	// segments below it go from the list.
+	if v, ok, err := readCheckpoint(l.opts.FS, l.dir, logStartOffsetFile); err == nil && ok && v > l.start.Load() && v <= l.end.Load() {
+		l.start.Store(v)
+		segs := l.segments()
+		n := 0
+		for n < len(segs)-1 && segs[n+1].Base() <= v {
+			n++
+		}
+		if n > 0 {
+			l.publish(segs[n:])
+			for _, s := range segs[:n] {
+				_ = s.Close()
+			}
+		}
+	}
+	if _, err := l.opts.FS.Lstat(l.active().LogPath()); errors.Is(err, os.ErrNotExist) {
+		// The writer truncated below our tail segment and deleted it:
+		// look at the directory again.
+		old := l.segments()
+		if err := l.loadReadOnly(); err != nil {
+			return false, err
+		}
+		for _, s := range old {
+			_ = s.Close()
+		}
+	}
 	for {
 		segs := l.segments()
 		tail := segs[len(segs)-1]
+		truncated, err := tail.Shrunk()
+		if err != nil {
+			return false, err
+		}
+		if truncated {
+			// The writer truncated (a replica following a new leader):
+			// look at the tail again from scratch.
+			nt, err := segment.OpenTail(l.dir, tail.Base(), l.opts.segmentOptions())
+			if err != nil {
+				return false, err
+			}
+			_ = tail.Close()
+			segs = append(segs[:len(segs)-1:len(segs)-1], nt)
+			l.publish(segs)
+			tail = nt
+			l.end.Store(min(l.end.Load(), nt.NextOffset()))
+		}
 		if _, err := tail.Refresh(); err != nil {
 			return false, err
 		}
@@ -689,8 +754,10 @@ func (l *Log) Refresh() (bool, error) {
 		l.publish(append(segs, nt))
 	}
 	l.end.Store(l.active().NextOffset())
+	hw := l.hw.Load()
+	l.loadHighWatermark()
 	moved := l.end.Load() != before
-	if moved {
+	if moved || l.hw.Load() != hw {
 		l.wakeWaiters()
 	}
 	return moved, nil

@@ -25,11 +25,14 @@ type Region struct {
 	NextOffset  int64  // offset after the last batch
 
 	read int64 // bytes consumed by Read or WriteTo
+	log  *Log
+	gen  int64 // the log's truncation generation at ReadRegion
 }
 
 // ReadRegion is Read without the copy: it returns where the batches are.
 // The same offset rules apply; at EndOffset the Region is empty.
 func (l *Log) ReadRegion(offset int64, maxBytes int) (*Region, error) {
+	gen := l.truncGen.Load()
 	for attempt := 0; ; attempt++ {
 		seg, pos, h, err := l.locate(offset, l.end.Load())
 		if err == errCaughtUp {
@@ -38,7 +41,7 @@ func (l *Log) ReadRegion(offset int64, maxBytes int) (*Region, error) {
 		if err != nil {
 			return nil, err
 		}
-		reg := &Region{seg: seg, Path: seg.LogPath(), Position: pos, Length: int64(h.Size()), FirstOffset: h.BaseOffset, NextOffset: h.NextOffset()}
+		reg := &Region{seg: seg, Path: seg.LogPath(), Position: pos, Length: int64(h.Size()), FirstOffset: h.BaseOffset, NextOffset: h.NextOffset(), log: l, gen: gen}
 		size, err := seg.Size()
 		if err != nil {
 			return nil, err
@@ -108,7 +111,7 @@ func (r *Region) WriteTo(w io.Writer) (int64, error) {
 		return 0, r.mapErr(err)
 	}
 	defer f.Close()
-	if r.Position+r.Length > size {
+	if r.Position+r.Length > size || r.truncated() {
 		return 0, fmt.Errorf("%w: the region was truncated", ErrOffsetOutOfRange)
 	}
 	var written int64
@@ -116,6 +119,9 @@ func (r *Region) WriteTo(w io.Writer) (int64, error) {
 	if sc, ok := w.(syscall.Conn); ok {
 		n, err, handled := sendfile(sc, f, pos, length)
 		written += n
+		if err == nil && handled && r.truncated() {
+			err = fmt.Errorf("%w: the region was truncated while it was sent", ErrOffsetOutOfRange)
+		}
 		if err != nil || handled {
 			r.read += written
 			return written, err
@@ -124,11 +130,15 @@ func (r *Region) WriteTo(w io.Writer) (int64, error) {
 	n, err := io.Copy(w, io.NewSectionReader(f, pos+written, length-written))
 	written += n
 	r.read += written
-	if err == nil && written < length {
+	if err == nil && (written < length || r.truncated()) {
 		err = fmt.Errorf("%w: the region was truncated while it was sent", ErrOffsetOutOfRange)
 	}
 	return written, err
 }
+
+// truncated reports whether the log was truncated since ReadRegion: the
+// bytes at the region's position may be another leader's now.
+func (r *Region) truncated() bool { return r.log != nil && r.log.truncGen.Load() != r.gen }
 
 // sendfile copies length bytes at pos of f to the socket with sendfile(2),
 // at an explicit offset, so concurrent readers of the same file do not

@@ -1,0 +1,178 @@
+package storage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func openReadOnly(t *testing.T, dir string, opts Options) *Log {
+	opts.ReadOnly = true
+	r, err := Open(dir, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// A follower sees the writer's truncation: records it removed are gone,
+// and the new leader's records at the same offsets are what it reads.
+func TestReadOnlyFollowsTruncate(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentBytes: 1 << 20, IndexIntervalBytes: 256}
+	w, err := Open(dir, opts)
+	require.NoError(t, err)
+	defer w.Close()
+	fill(t, w, 100, 1)
+	r := openReadOnly(t, dir, opts)
+	require.Equal(t, int64(100), r.EndOffset())
+	require.NoError(t, w.Truncate(50))
+	for i := 0; i < 60; i++ {
+		_, err := w.Append(Record{Timestamp: 1, Value: []byte("new-leader")})
+		require.NoError(t, err)
+	}
+	_, err = r.Refresh()
+	require.NoError(t, err)
+	assert.Equal(t, w.EndOffset(), r.EndOffset())
+	rd := r.NewReader(50)
+	require.True(t, rd.Next(), "%v", rd.Err())
+	assert.Equal(t, "new-leader", string(rd.Record().Value))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	assert.NoError(t, r.Wait(ctx, 100))
+}
+
+// A follower sees the writer's deletions: its start offset moves, and a
+// read below it is ErrOffsetOutOfRange, not a missing file.
+func TestReadOnlyFollowsDeletion(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(dir, small())
+	require.NoError(t, err)
+	defer w.Close()
+	fill(t, w, 400, 4)
+	r := openReadOnly(t, dir, small())
+	_, err = w.DeleteSegmentsBefore(300)
+	require.NoError(t, err)
+	_, err = r.Refresh()
+	require.NoError(t, err)
+	assert.Equal(t, w.StartOffset(), r.StartOffset())
+	_, err = r.Read(0, 1000)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+	assert.Equal(t, int64(400), readAll(t, r, r.StartOffset()))
+}
+
+// The writer truncating and trimming the tail's index under a follower
+// never faults the follower (its copy of a live index is its own).
+func TestReadOnlyLiveIndexSurvivesWriterTrim(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentBytes: 64 << 20, IndexIntervalBytes: 1, MaxIndexBytes: 1 << 20}
+	w, err := Open(dir, opts)
+	require.NoError(t, err)
+	fill(t, w, 4000, 1)
+	r := openReadOnly(t, dir, opts)
+	require.NoError(t, w.Truncate(5))
+	require.NoError(t, w.Close())
+	_, err = r.Refresh()
+	require.NoError(t, err)
+	b, err := r.Read(3, 100)
+	require.NoError(t, err)
+	assert.NotEmpty(t, b)
+	assert.Equal(t, int64(5), r.EndOffset())
+}
+
+// A follower sees the writer's high watermark move.
+func TestReadOnlyFollowsHighWatermark(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(dir, small())
+	require.NoError(t, err)
+	defer w.Close()
+	fill(t, w, 10, 1)
+	require.NoError(t, w.SetHighWatermark(5))
+	require.NoError(t, w.Sync())
+	r := openReadOnly(t, dir, small())
+	assert.Equal(t, int64(5), r.HighWatermark())
+	require.NoError(t, w.SetHighWatermark(10))
+	require.NoError(t, w.Sync())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, r.WaitCommitted(ctx, 7))
+	assert.Equal(t, int64(10), r.HighWatermark())
+}
+
+// ReadCommitted returns only whole batches below the high watermark.
+func TestReadCommittedExcludesStraddlingBatch(t *testing.T) {
+	w, err := Open(t.TempDir(), small())
+	require.NoError(t, err)
+	defer w.Close()
+	fill(t, w, 20, 10) // batches 0..9 and 10..19
+	require.NoError(t, w.SetHighWatermark(15))
+	b, err := w.ReadCommitted(nil, 0, 1<<20)
+	require.NoError(t, err)
+	h := mustHeader(t, b)
+	assert.Equal(t, h.Size(), len(b), "only the first batch")
+	assert.Equal(t, int64(9), h.LastOffset())
+	b, err = w.ReadCommitted(nil, 10, 1<<20)
+	require.NoError(t, err)
+	assert.Empty(t, b, "the straddling batch waits for the mark")
+}
+
+// A clean-shutdown marker beside a manifest that a later clean shutdown
+// did not rewrite (another build, a tool) is not trusted blindly: a
+// segment past the manifest's last one sends the open back to listing.
+func TestStaleManifestDetected(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, small())
+	require.NoError(t, err)
+	fill(t, l, 100, 5)
+	require.NoError(t, l.Close())
+	stale, err := os.ReadFile(filepath.Join(dir, manifestFile))
+	require.NoError(t, err)
+	l, err = Open(dir, small())
+	require.NoError(t, err)
+	fill(t, l, 300, 5) // rolls past the manifest's segments
+	require.NoError(t, l.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, manifestFile), stale, 0o640))
+	l, err = Open(dir, small())
+	require.NoError(t, err)
+	defer l.Close()
+	assert.False(t, l.OpenStats().FromManifest)
+	assert.Equal(t, int64(400), l.EndOffset())
+	assert.Equal(t, int64(400), readAll(t, l, 0))
+	fill(t, l, 5, 5)
+}
+
+// A truncation between ReadRegion and WriteTo is an error, never another
+// leader's bytes.
+func TestRegionAfterTruncate(t *testing.T) {
+	l, err := Open(t.TempDir(), small())
+	require.NoError(t, err)
+	defer l.Close()
+	fill(t, l, 100, 5)
+	reg, err := l.ReadRegion(50, 1000)
+	require.NoError(t, err)
+	require.NoError(t, l.Truncate(40))
+	fill(t, l, 100, 5)
+	var sink countWriter
+	_, err = reg.WriteTo(&sink)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+}
+
+// A truncation that deletes the follower's tail segment is followed too.
+func TestReadOnlyFollowsTruncateAcrossSegments(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(dir, small())
+	require.NoError(t, err)
+	defer w.Close()
+	fill(t, w, 600, 5)
+	r := openReadOnly(t, dir, small())
+	require.NoError(t, w.Truncate(100))
+	fill(t, w, 50, 5)
+	_, err = r.Refresh()
+	require.NoError(t, err)
+	assert.Equal(t, int64(150), r.EndOffset())
+	assert.Equal(t, int64(150), readAll(t, r, 0))
+}

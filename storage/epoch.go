@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 )
@@ -81,41 +80,30 @@ func (c *epochCache) truncateBefore(offset int64) bool {
 //	<epoch> <start offset>      (n lines)
 //	<xxhash64 of the lines above, 16 hex digits>
 func (c *epochCache) encode() []byte {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "seglog %s v1 %d\n", leaderEpochFile, len(c.entries))
+	lines := []string{fmt.Sprintf("seglog %s v1 %d", leaderEpochFile, len(c.entries))}
 	for _, e := range c.entries {
-		fmt.Fprintf(&sb, "%d %d\n", e.Epoch, e.StartOffset)
+		lines = append(lines, fmt.Sprintf("%d %d", e.Epoch, e.StartOffset))
 	}
-	body := sb.String()
-	return []byte(fmt.Sprintf("%s%016x\n", body, xxhash.Sum64String(body)))
+	return encodeChecked(lines)
 }
 
 func decodeEpochCache(b []byte) (*epochCache, error) {
 	bad := func(why string) (*epochCache, error) {
 		return nil, fmt.Errorf("%w: %s: %s", ErrCorrupt, leaderEpochFile, why)
 	}
-	s := string(b)
-	if !strings.HasSuffix(s, "\n") {
-		return bad("no final newline")
+	counts, lines, err := decodeChecked(leaderEpochFile, b)
+	if err != nil {
+		return nil, err
 	}
-	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-	if len(lines) < 2 {
-		return bad("too short")
+	if len(counts) != 1 {
+		return bad("bad header")
 	}
-	body := strings.Join(lines[:len(lines)-1], "\n") + "\n"
-	if fmt.Sprintf("%016x", xxhash.Sum64String(body)) != lines[len(lines)-1] {
-		return bad("checksum mismatch")
-	}
-	head := strings.Fields(lines[0])
-	if len(head) != 4 || head[0] != "seglog" || head[1] != leaderEpochFile || head[2] != "v1" {
-		return bad("not a v1 checkpoint")
-	}
-	n, err := strconv.Atoi(head[3])
-	if err != nil || n < 0 || n > maxEpochCacheLength || n != len(lines)-2 {
+	n, err := strconv.Atoi(counts[0])
+	if err != nil || n < 0 || n > maxEpochCacheLength || n != len(lines) {
 		return bad("bad entry count")
 	}
 	c := &epochCache{}
-	for _, line := range lines[1 : len(lines)-1] {
+	for _, line := range lines {
 		f := strings.Fields(line)
 		if len(f) != 2 {
 			return bad("bad entry line")

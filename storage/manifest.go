@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/seglog/seglog/internal/vfs"
 )
 
@@ -55,36 +54,28 @@ func (m *manifest) byBase() map[int64]segmentInfo {
 }
 
 func (m *manifest) encode() []byte {
-	b := fmt.Appendf(nil, "seglog %s v1 %d %d\n", manifestFile, len(m.Segments), len(m.Snapshots))
+	lines := []string{fmt.Sprintf("seglog %s v1 %d %d", manifestFile, len(m.Segments), len(m.Snapshots))}
 	for _, s := range m.Segments {
-		b = fmt.Appendf(b, "%d %d %d %d\n", s.Base, s.Size, s.MaxTimestamp, s.MaxTimestampOffset)
+		lines = append(lines, fmt.Sprintf("%d %d %d %d", s.Base, s.Size, s.MaxTimestamp, s.MaxTimestampOffset))
 	}
 	for _, o := range m.Snapshots {
-		b = fmt.Appendf(b, "%d\n", o)
+		lines = append(lines, strconv.FormatInt(o, 10))
 	}
-	return fmt.Appendf(b, "%016x\n", xxhash.Sum64(b))
+	return encodeChecked(lines)
 }
 
 func decodeManifest(b []byte) (*manifest, bool) {
-	if len(b) < 18 || b[len(b)-1] != '\n' {
+	counts, lines, err := decodeChecked(manifestFile, b)
+	if err != nil || len(counts) != 2 {
 		return nil, false
 	}
-	body, sum := b[:len(b)-17], string(b[len(b)-17:len(b)-1])
-	if fmt.Sprintf("%016x", xxhash.Sum64(body)) != sum {
-		return nil, false
-	}
-	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
-	head := strings.Fields(lines[0])
-	if len(head) != 5 || head[0] != "seglog" || head[1] != manifestFile || head[2] != "v1" {
-		return nil, false
-	}
-	nseg, err1 := strconv.Atoi(head[3])
-	nsnap, err2 := strconv.Atoi(head[4])
-	if err1 != nil || err2 != nil || nseg < 1 || nsnap < 0 || 1+nseg+nsnap != len(lines) {
+	nseg, err1 := strconv.Atoi(counts[0])
+	nsnap, err2 := strconv.Atoi(counts[1])
+	if err1 != nil || err2 != nil || nseg < 1 || nsnap < 0 || nseg+nsnap != len(lines) {
 		return nil, false
 	}
 	m := &manifest{Segments: make([]segmentInfo, 0, nseg), Snapshots: make([]int64, 0, nsnap)}
-	for _, line := range lines[1 : 1+nseg] {
+	for _, line := range lines[:nseg] {
 		f := strings.Fields(line)
 		if len(f) != 4 {
 			return nil, false
@@ -102,7 +93,7 @@ func decodeManifest(b []byte) (*manifest, bool) {
 		}
 		m.Segments = append(m.Segments, segmentInfo{Base: v[0], Size: v[1], MaxTimestamp: v[2], MaxTimestampOffset: v[3]})
 	}
-	for _, line := range lines[1+nseg:] {
+	for _, line := range lines[nseg:] {
 		x, err := strconv.ParseInt(line, 10, 64)
 		if err != nil || x < 0 || (len(m.Snapshots) > 0 && x <= m.Snapshots[len(m.Snapshots)-1]) {
 			return nil, false

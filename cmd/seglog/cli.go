@@ -103,6 +103,22 @@ func (c *cli) parse(args []string) (pos []string, code int, ok bool) {
 
 // usageErr reports bad usage: the message, then the help, on stderr; it
 // returns exit code 2.
+// required checks what every command checks first: no positional
+// argument (unexpected is the message, with %q for the argument), then the
+// required flags, given as name and value pairs. bad is true when it
+// reported a usage error; code is then the exit code.
+func (c *cli) required(pos []string, unexpected string, flags ...string) (code int, bad bool) {
+	if len(pos) > 0 {
+		return c.usageErr(unexpected, pos[0]), true
+	}
+	for i := 0; i+1 < len(flags); i += 2 {
+		if flags[i+1] == "" {
+			return c.usageErr("--%s is required", flags[i]), true
+		}
+	}
+	return exitOK, false
+}
+
 func (c *cli) usageErr(format string, args ...any) int {
 	fmt.Fprintf(c.e.stderr, "%s: %s\n\n", c.name, fmt.Sprintf(format, args...))
 	c.help(c.e.stderr)

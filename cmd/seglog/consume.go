@@ -124,13 +124,10 @@ func runConsume(e *env, args []string) int {
 	if !ok {
 		return code
 	}
+	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir, "topic", *topic); bad {
+		return code
+	}
 	switch {
-	case len(pos) > 0:
-		return c.usageErr("unexpected argument %q", pos[0])
-	case *dir == "":
-		return c.usageErr("--dir is required")
-	case *topic == "":
-		return c.usageErr("--topic is required")
 	case *format != "text" && *format != "json":
 		return c.usageErr("--format %q: want text or json", *format)
 	case *maxN < 0:

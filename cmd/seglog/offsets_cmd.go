@@ -67,11 +67,10 @@ func runOffsets(e *env, args []string) int {
 	if !ok {
 		return code
 	}
+	if code, bad := c.required(pos, "unexpected argument %q (the subcommand is \"reset\")", "dir", *dir); bad {
+		return code
+	}
 	switch {
-	case len(pos) > 0:
-		return c.usageErr("unexpected argument %q (the subcommand is \"reset\")", pos[0])
-	case *dir == "":
-		return c.usageErr("--dir is required")
 	case *maxLag < -1:
 		return c.usageErr("--max-lag %d is negative", *maxLag)
 	}
@@ -216,17 +215,10 @@ func runOffsetsReset(e *env, args []string) int {
 	if !ok {
 		return code
 	}
+	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir, "group", *group, "topic", *topic, "to", *to); bad {
+		return code
+	}
 	switch {
-	case len(pos) > 0:
-		return c.usageErr("unexpected argument %q", pos[0])
-	case *dir == "":
-		return c.usageErr("--dir is required")
-	case *group == "":
-		return c.usageErr("--group is required")
-	case *topic == "":
-		return c.usageErr("--topic is required")
-	case *to == "":
-		return c.usageErr("--to is required")
 	case *partition < -1:
 		return c.usageErr("--partition %d: want a partition number", *partition)
 	}

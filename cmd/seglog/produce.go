@@ -73,13 +73,10 @@ func runProduce(e *env, args []string) int {
 	if !ok {
 		return code
 	}
+	if code, bad := c.required(pos, "unexpected argument %q: records come from stdin", "dir", *dir, "topic", *topic); bad {
+		return code
+	}
 	switch {
-	case len(pos) > 0:
-		return c.usageErr("unexpected argument %q: records come from stdin", pos[0])
-	case *dir == "":
-		return c.usageErr("--dir is required")
-	case *topic == "":
-		return c.usageErr("--topic is required")
 	case *partitions < 1:
 		return c.usageErr("--partitions %d: want at least 1", *partitions)
 	case *batch < 1:

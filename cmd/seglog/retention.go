@@ -45,11 +45,10 @@ func runRetention(e *env, args []string) int {
 	if !ok {
 		return code
 	}
+	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir); bad {
+		return code
+	}
 	switch {
-	case len(pos) > 0:
-		return c.usageErr("unexpected argument %q", pos[0])
-	case *dir == "":
-		return c.usageErr("--dir is required")
 	case p.MaxAge < 0 || p.MaxBytes < 0 || p.MinSegments < 0:
 		return c.usageErr("--max-age, --max-bytes and --min-segments must not be negative")
 	case !p.Enabled():

@@ -103,13 +103,10 @@ func runTopicsCreate(e *env, args []string) int {
 	if !ok {
 		return code
 	}
+	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir, "topic", *topic); bad {
+		return code
+	}
 	switch {
-	case len(pos) > 0:
-		return c.usageErr("unexpected argument %q", pos[0])
-	case *dir == "":
-		return c.usageErr("--dir is required")
-	case *topic == "":
-		return c.usageErr("--topic is required")
 	case *partitions < 1:
 		return c.usageErr("--partitions %d: want at least 1", *partitions)
 	}
@@ -142,13 +139,8 @@ func runTopicsDelete(e *env, args []string) int {
 	if !ok {
 		return code
 	}
-	switch {
-	case len(pos) > 0:
-		return c.usageErr("unexpected argument %q", pos[0])
-	case *dir == "":
-		return c.usageErr("--dir is required")
-	case *topic == "":
-		return c.usageErr("--topic is required")
+	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir, "topic", *topic); bad {
+		return code
 	}
 	if err := storage.ValidateTopic(*topic); err != nil {
 		return c.usageErr("%v", err)

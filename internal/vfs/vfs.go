@@ -14,6 +14,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -153,11 +155,22 @@ func (osFS) SyncDir(dir string) error {
 	return nil
 }
 
+// tmpSeq numbers the temporary files of WriteFileAtomic, so that two
+// concurrent replacements of one path never write the same temporary file.
+var tmpSeq atomic.Uint64
+
+// TempSuffix ends the name of every temporary file WriteFileAtomic creates:
+// a name ending in it is a leftover of an interrupted write, safe to remove
+// on open.
+const TempSuffix = ".tmp"
+
 // WriteFileAtomic replaces path with data so that a crash leaves either the
 // old content or the new, never a mix: it writes a temporary file beside
-// path, fsyncs it, renames it over path and fsyncs the directory.
+// path (a name of its own per call, so concurrent calls do not collide;
+// the last rename wins), fsyncs it, renames it over path and fsyncs the
+// directory.
 func WriteFileAtomic(fs FS, path string, data []byte, perm os.FileMode) (err error) {
-	tmp := path + ".tmp"
+	tmp := path + "." + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(tmpSeq.Add(1), 10) + TempSuffix
 	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return err
@@ -182,6 +195,46 @@ func WriteFileAtomic(fs FS, path string, data []byte, perm os.FileMode) (err err
 		return err
 	}
 	return fs.SyncDir(filepath.Dir(path))
+}
+
+// MkdirAllDurable creates path and any missing parents, like MkdirAll, and
+// makes each creation durable: it fsyncs the parent of every directory it
+// created (a directory's entry lives in its parent), deepest first, so that
+// after a power cut the directory either exists with every parent or was
+// never acknowledged. An existing directory costs one Lstat.
+func MkdirAllDurable(fs FS, path string, perm os.FileMode) error {
+	path = filepath.Clean(path)
+	var missing []string
+	for p := path; ; {
+		fi, err := fs.Lstat(p)
+		if err == nil {
+			if !fi.IsDir() {
+				return &os.PathError{Op: "mkdir", Path: p, Err: syscall.ENOTDIR}
+			}
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, p)
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		p = parent
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(path, perm); err != nil {
+		return err
+	}
+	for _, p := range missing {
+		if err := fs.SyncDir(filepath.Dir(p)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReadFile reads a whole file, refusing one larger than limit bytes so that

@@ -74,7 +74,10 @@ func (s *logScanner) Next() bool {
 		return false
 	}
 	if int64(cap(s.buf)) < n {
-		s.buf = make([]byte, n)
+		// Grow, keeping the header already read into the old buffer.
+		nb := make([]byte, n)
+		copy(nb, hb)
+		s.buf = nb
 	}
 	b := s.buf[:n]
 	if _, err := s.r.ReadAt(b[segment.HeaderSize:], pos+segment.HeaderSize); err != nil {

@@ -124,7 +124,7 @@ func (d *dumper) file(path string) {
 			if !named {
 				d.problem(path, -1, fmt.Sprintf("%s: --verify-index needs a segment file name (20 digits of base offset)", path))
 			} else {
-				chk = loadIndexChecker(path, base)
+				chk = loadIndexChecker(path, base, size)
 			}
 		}
 		d.log(f, size, path, base, named, chk)
@@ -269,7 +269,7 @@ func (d *dumper) verifyIndexOf(path string) {
 		return
 	}
 	defer f.Close()
-	chk := loadIndexChecker(logPath, base)
+	chk := loadIndexChecker(logPath, base, size)
 	s := newLogScanner(f, size, logPath)
 	for s.Next() {
 		chk.batch(s.Pos, s.Header)

@@ -139,17 +139,22 @@ type indexChecker struct {
 	problems     []string
 }
 
-// loadIndexChecker reads the indexes of the segment whose .log is logPath.
-// Files that do not exist or do not decode are problems, not errors.
-func loadIndexChecker(logPath string, base int64) *indexChecker {
+// loadIndexChecker reads the indexes of the segment whose .log is logPath
+// and logSize bytes long. Files that do not exist or do not decode are
+// problems, not errors, except that a segment never appended to (an empty
+// .log) needs no index files: the log creates them with its first batch.
+func loadIndexChecker(logPath string, base, logSize int64) *indexChecker {
 	c := &indexChecker{
 		oPath: siblingPath(logPath, segment.IndexSuffix),
 		tPath: siblingPath(logPath, segment.TimeIndexSuffix),
 		byPos: map[int64]int{},
 		byOff: map[int64]int{},
 	}
+	missingOK := func(err error) bool { return logSize == 0 && errors.Is(err, os.ErrNotExist) }
 	if b, err := readSmallFile(c.oPath); err != nil {
-		c.problemf("%v", err)
+		if !missingOK(err) {
+			c.problemf("%v", err)
+		}
 	} else {
 		all, err := index.DecodeOffsetEntries(b, base)
 		if err != nil {
@@ -168,7 +173,9 @@ func loadIndexChecker(logPath string, base int64) *indexChecker {
 		}
 	}
 	if b, err := readSmallFile(c.tPath); err != nil {
-		c.problemf("%v", err)
+		if !missingOK(err) {
+			c.problemf("%v", err)
+		}
 	} else {
 		all, err := index.DecodeTimeEntries(b, base)
 		if err != nil {

@@ -241,8 +241,17 @@ func (v *verifier) partition(dir, name string) {
 		haveRP = false
 	}
 	if len(bases) == 0 {
-		v.warnf("%s: no segments (the next open creates an empty one)", dir)
-		fmt.Fprintf(v.w, "%s: empty, %s\n", name, v.partStatus())
+		// A partition never written to (a topic's partitions are created
+		// as empty directories; the first open creates segment 0) is
+		// healthy, unless a checkpoint says it held records.
+		if haveRP && rp > 0 {
+			v.errorf("%s: no segments, but the recovery point is %d: records that were flushed are missing", dir, rp)
+		}
+		if haveStart && startCkpt > 0 {
+			v.errorf("%s: no segments, but the log start offset is %d: the segments are missing", dir, startCkpt)
+		}
+		v.parts[name] = partSummary{ok: true}
+		fmt.Fprintf(v.w, "%s: empty (never written): %s\n", name, v.partStatus())
 		return
 	}
 	if haveStart {
@@ -318,7 +327,7 @@ func (v *verifier) segment(path string, base int64, last, clean, haveRP bool, rp
 	}
 	defer f.Close()
 	st.size = size
-	chk := loadIndexChecker(path, base)
+	chk := loadIndexChecker(path, base, size)
 	s := newLogScanner(f, size, path)
 	next := base
 	for s.Next() {

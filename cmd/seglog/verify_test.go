@@ -10,6 +10,7 @@ import (
 
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/storage"
 )
 
 // verifyData makes a data directory with two topics, several segments per
@@ -137,4 +138,76 @@ func lastLog(t *testing.T, dir string) string {
 	l := logs(t, dir)
 	require.NotEmpty(t, l)
 	return l[len(l)-1]
+}
+
+// TestVerifyNeverAppendedPartition: a partition that was opened but never
+// appended to (a 0-byte .log and no index files) or never opened (an
+// empty directory) is healthy (issue 12, item 18); a non-empty .log
+// without its indexes is still reported.
+func TestVerifyNeverAppendedPartition(t *testing.T) {
+	// makeData writes topic t with 2 partitions: t-0 has records, t-1 was
+	// opened and closed without an append.
+	makeData := func(t *testing.T) string {
+		root := t.TempDir()
+		s, err := storage.OpenStore(root, storage.StoreOptions{})
+		require.NoError(t, err)
+		require.NoError(t, s.CreateTopic("t", 2))
+		l, err := s.Log("t", 0)
+		require.NoError(t, err)
+		_, err = l.Append(storage.Record{Value: []byte("x")})
+		require.NoError(t, err)
+		_, err = s.Log("t", 1)
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		return root
+	}
+	seg := func(root, part, suffix string) string {
+		return filepath.Join(root, part, segment.FileName(0, suffix))
+	}
+	removeIndexes := func(t *testing.T, root, part string) {
+		for _, suf := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
+			if err := os.Remove(seg(root, part, suf)); err != nil {
+				require.ErrorIs(t, err, os.ErrNotExist)
+			}
+		}
+	}
+	cases := []struct {
+		name    string
+		prepare func(t *testing.T, root string)
+		code    int
+		stdout  string // a line of stdout
+		stderr  string // "" means none at all
+	}{
+		{"0-byte log without indexes", func(t *testing.T, root string) {
+			removeIndexes(t, root, "t-1")
+		}, 0, "t-1: 1 segments, 0 batches, 0 records, offsets [0, 0), 0 B, recovery point 0, clean shutdown: ok\n", ""},
+		{"0-byte log without indexes, unclean shutdown", func(t *testing.T, root string) {
+			removeIndexes(t, root, "t-1")
+			require.NoError(t, os.Remove(filepath.Join(root, "t-1", ".clean-shutdown")))
+		}, 0, "t-1: 1 segments, 0 batches, 0 records, offsets [0, 0), 0 B, recovery point 0, unclean shutdown: ok\n", ""},
+		{"empty partition directory", func(t *testing.T, root string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "t-1")))
+			require.NoError(t, os.Mkdir(filepath.Join(root, "t-1"), 0o750))
+		}, 0, "t-1: empty (never written): ok\n", ""},
+		{"non-empty log without indexes", func(t *testing.T, root string) {
+			removeIndexes(t, root, "t-0")
+		}, 1, "t-0: 1 segments, 1 batches, 1 records", "00000000000000000000.index: no such file or directory"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := makeData(t)
+			tc.prepare(t, root)
+			fi, err := os.Stat(seg(root, "t-0", segment.LogSuffix))
+			require.NoError(t, err)
+			require.NotZero(t, fi.Size())
+			r := seglog(t, "", "verify", root)
+			assert.Equal(t, tc.code, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			assert.Contains(t, r.stdout, tc.stdout)
+			if tc.stderr == "" {
+				assert.Empty(t, r.stderr)
+			} else {
+				assert.Contains(t, r.stderr, tc.stderr)
+			}
+		})
+	}
 }

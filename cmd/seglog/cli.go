@@ -4,11 +4,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/seglog/seglog/storage"
 	"io"
 	"os"
 	"reflect"
 	"strings"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/storage"
 )
 
 // cli is one command's flag set, help text and error reporting.
@@ -171,12 +173,13 @@ func unwrapPathErr(err error) error {
 }
 
 // openStore opens the data directory's Store with opts, creating the
-// directory when create is set. The store takes an exclusive lock on the
-// directory (storage.ErrLocked names a second process). On failure it
-// reports and returns a nil store and the exit code.
+// directory when create is set (durably: the parent of every directory
+// created is fsynced). The store takes an exclusive lock on the directory
+// (storage.ErrLocked names a second process). On failure it reports and
+// returns a nil store and the exit code.
 func openStore(c *cli, dir string, create bool, opts storage.StoreOptions) (*storage.Store, int) {
 	if create {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
+		if err := vfs.MkdirAllDurable(c.e.fs, dir, vfs.DefaultDirMode); err != nil {
 			return nil, c.fail("data directory %s: %v", dir, unwrapPathErr(err))
 		}
 	} else if err := requireDir(dir); err != nil {

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seglog/seglog/internal/vfs/faultfs"
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/storage"
 )
@@ -361,4 +363,40 @@ func TestDirectoryLockedByAnotherProcess(t *testing.T) {
 	// Read-only commands do not take the lock.
 	r = seglog(t, "", "verify", root)
 	assert.Equal(t, 0, r.code, r.stderr)
+}
+
+// TestCreateDataDirDurably: the commands that create a data directory
+// fsync the parent of every directory they create (issue 12, item 2):
+// failing that fsync fails the command, naming the directory.
+func TestCreateDataDirDurably(t *testing.T) {
+	cases := []struct {
+		name string
+		args func(dir string) []string
+	}{
+		{"produce", func(dir string) []string { return []string{"produce", "--dir", dir, "--topic", "t"} }},
+		{"topics create", func(dir string) []string {
+			return []string{"topics", "create", "--dir", dir, "--topic", "t", "--partitions", "1"}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "new", "data")
+
+			fsys := faultfs.New(nil)
+			fsys.FailAll(faultfs.OpSyncDir, parent, syscall.EIO)
+			r := seglogFS(t, fsys, "x\n", tc.args(dir)...)
+			assert.Equal(t, 1, r.code, r.stderr)
+			assert.Contains(t, r.stderr, "data directory "+dir)
+			assert.Contains(t, r.stderr, "input/output error")
+			assert.Equal(t, 1, fsys.Injected())
+
+			// Without the fault: every created directory's parent is synced.
+			fsys = faultfs.New(nil)
+			dir2 := filepath.Join(t.TempDir(), "a", "b")
+			r = seglogFS(t, fsys, "x\n", tc.args(dir2)...)
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.GreaterOrEqual(t, fsys.Calls(faultfs.OpSyncDir), 2)
+		})
+	}
 }

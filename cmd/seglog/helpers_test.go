@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/storage"
 )
 
@@ -107,3 +108,13 @@ func makeLog(t testing.TB, root, topic string, partitions, batches, per int, seg
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// seglogFS runs the command line in-process with the filesystem fsys.
+func seglogFS(t testing.TB, fsys vfs.FS, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := runEnv(&env{ctx: context.Background(), stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, fs: fsys}, args)
+	r := result{code: code, stdout: out.String(), stderr: errb.String()}
+	noStackTrace(t, r.stderr)
+	return r
+}

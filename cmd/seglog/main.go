@@ -18,6 +18,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/seglog/seglog/internal/vfs"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
@@ -30,13 +32,15 @@ const (
 )
 
 // env is what every command gets: its context (cancelled by a test; the
-// commands that wait install their own SIGINT handling on top of it) and
-// the standard streams.
+// commands that wait install their own SIGINT handling on top of it), the
+// standard streams, and the filesystem that the commands creating a data
+// directory create it through (vfs.Default; tests inject faults).
 type env struct {
 	ctx    context.Context
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	fs     vfs.FS
 }
 
 type command struct {
@@ -65,7 +69,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // runContext is run with a context, so that tests can stop a command that
 // waits (consume --follow) without sending the process a signal.
-func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runEnv(&env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fs: vfs.Default}, args)
+}
+
+// runEnv runs the command line args in e.
+func runEnv(e *env, args []string) (code int) {
+	stdout, stderr := e.stdout, e.stderr
 	defer func() {
 		// A bug must not greet an operator with a stack trace.
 		if r := recover(); r != nil {
@@ -73,7 +83,6 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			code = exitFailure
 		}
 	}()
-	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		mainUsage(stderr)
 		return exitUsage

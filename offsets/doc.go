@@ -29,11 +29,22 @@
 //	<dir>/journal-<G, 20 digits>        records appended since that snapshot
 //	<dir>/snapshot.tmp                  a snapshot being written; removed on open
 //
+// Open creates the directory if needed with vfs.MkdirAllDurable (the parent
+// of every directory it creates is fsynced). It follows no symbolic link:
+// a directory, journal, snapshot or LOCK that is a link is refused with an
+// error wrapping ErrInvalid, so nothing outside the directory is written.
+//
 // Open loads the snapshot (generation S, or an empty state and S = 0 when
-// there is none), deletes journals whose generation is below S (they are
-// already in the snapshot), and replays the others in generation order. The
-// last one becomes the active journal (created, as generation max(S, 1),
-// when there is none).
+// there is none), fsyncs the directory (the snapshot's rename may not have
+// been durable when the last process died, and it is what makes older
+// journals obsolete), deletes journals whose generation is below S (they
+// are already in the snapshot), and replays the others in generation order,
+// fsyncing each (its tail may have been in the page cache only). The last
+// one becomes the active journal (created, as generation max(S, 1), when
+// there is none). After removing or creating journals it fsyncs the
+// directory again. So everything Open serves is durable; an fsync that
+// fails fails the Open. Leftover temporary snapshots (snapshot*.tmp) are
+// removed.
 //
 // # Journal file
 //
@@ -103,8 +114,12 @@
 // case the state before P is kept and the journal is truncated at P (later
 // journals, which only a crash during compaction can leave, are removed). A
 // record whose checksum matches but whose body is malformed is always
-// corruption. A journal shorter than its header is an interrupted creation
-// and is rewritten.
+// corruption. A journal shorter than its header (zero length included), or
+// exactly a header of zeros (the file's size reached the disk, not its
+// data), is an interrupted creation: it holds no record, since records are
+// appended only after the header is fsynced, and its header is rewritten
+// and fsynced before any commit is accepted. Any other bad header is
+// corruption.
 //
 // # Compaction
 //

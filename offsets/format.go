@@ -257,6 +257,18 @@ func validRecordAfter(data []byte, from int) bool {
 	return false
 }
 
+// lostHeader reports whether a journal's content is what an interrupted
+// creation leaves: shorter than the header (empty, or torn), or exactly a
+// header of zeros (the file's size reached the disk, its data did not).
+// Such a journal holds no record, because records are appended only after
+// the header is fsynced; any other bad header is corruption.
+func lostHeader(data []byte) bool {
+	if len(data) < journalHeaderSize {
+		return true
+	}
+	return len(data) == journalHeaderSize && !slices.ContainsFunc(data, func(b byte) bool { return b != 0 })
+}
+
 // journalResult is what replayJournal found.
 type journalResult struct {
 	end     int    // length of the valid prefix (0: the header must be rewritten)
@@ -267,8 +279,8 @@ type journalResult struct {
 // replayJournal applies the valid records of a journal's content to st (nil:
 // check only). Records before a corruption are applied.
 func replayJournal(data []byte, gen uint64, st *state) journalResult {
-	if len(data) < journalHeaderSize {
-		return journalResult{end: 0} // creation interrupted: torn header
+	if lostHeader(data) {
+		return journalResult{end: 0} // creation interrupted: rewrite the header
 	}
 	switch {
 	case string(data[:4]) != journalMagic:

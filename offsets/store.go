@@ -181,7 +181,14 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 		return nil, err
 	}
 	fs := opts.FS
-	if err := fs.MkdirAll(dir, opts.DirMode); err != nil {
+	// A symbolic link is never followed: the store writes only inside the
+	// directory it was given. MkdirAllDurable fsyncs the parent of every
+	// directory it creates, so an acknowledged commit cannot lose its
+	// directory to a power cut.
+	if fi, err := fs.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, symlinkError(dir)
+	}
+	if err := vfs.MkdirAllDurable(fs, dir, opts.DirMode); err != nil {
 		return nil, fmt.Errorf("offsets: %w", err)
 	}
 	s := &Store{dir: dir, opts: opts, fs: fs, stop: make(chan struct{})}
@@ -208,10 +215,28 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 	return s, nil
 }
 
-func lockDir(fs vfs.FS, path string, mode os.FileMode) (vfs.File, error) {
-	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE, mode)
+// symlinkError is the error for a symbolic link where the store expects
+// its directory or one of its files.
+func symlinkError(path string) error {
+	return invalidf("%s is a symbolic link; the offsets store follows none (its directory and files must be real)", path)
+}
+
+// openNoFollow opens a file of the store, refusing a symbolic link.
+func openNoFollow(fs vfs.FS, path string, flag int, mode os.FileMode) (vfs.File, error) {
+	f, err := fs.OpenFile(path, flag|syscall.O_NOFOLLOW, mode)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, symlinkError(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("offsets: %w", err)
+	}
+	return f, nil
+}
+
+func lockDir(fs vfs.FS, path string, mode os.FileMode) (vfs.File, error) {
+	f, err := openNoFollow(fs, path, os.O_RDWR|os.O_CREATE, mode)
+	if err != nil {
+		return nil, err
 	}
 	if osf := f.OSFile(); osf != nil {
 		if err := syscall.Flock(int(osf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
@@ -230,8 +255,14 @@ func (s *Store) path(name string) string { return filepath.Join(s.dir, name) }
 func journalName(gen uint64) string { return fmt.Sprintf("%s%020d", journalPrefix, gen) }
 
 // recover loads the snapshot, replays the journals and opens the active one.
+//
+// What it serves must be durable, whatever the previous process did before
+// it died: the directory is fsynced before anything is deleted (a snapshot
+// rename may not be durable yet, and it is what makes older journals
+// obsolete), every journal replayed is fsynced (its tail may be in the page
+// cache only), and the directory is fsynced again after removals and
+// creations, before any commit is accepted.
 func (s *Store) recover() error {
-	_ = s.fs.Remove(s.path(snapshotName + ".tmp"))
 	entries, err := s.fs.ReadDir(s.dir)
 	if err != nil {
 		return fmt.Errorf("offsets: %w", err)
@@ -240,12 +271,31 @@ func (s *Store) recover() error {
 	hasSnap := false
 	for _, e := range entries {
 		name := e.Name()
-		if name == snapshotName {
-			hasSnap = true
-		} else if rest, ok := strings.CutPrefix(name, journalPrefix); ok && len(rest) == 20 {
-			if g, err := strconv.ParseUint(rest, 10, 64); err == nil {
-				gens = append(gens, g)
+		if strings.HasPrefix(name, snapshotName) && strings.HasSuffix(name, vfs.TempSuffix) {
+			// A snapshot write that a crash interrupted (whatever the
+			// temporary name: older versions used one of their own per
+			// write). Removing a link removes the link only.
+			if err := s.fs.Remove(s.path(name)); err != nil {
+				return fmt.Errorf("offsets: remove temporary snapshot: %w", err)
 			}
+			continue
+		}
+		rest, isJournal := strings.CutPrefix(name, journalPrefix)
+		gen, perr := strconv.ParseUint(rest, 10, 64)
+		isJournal = isJournal && len(rest) == 20 && perr == nil
+		if !isJournal && name != snapshotName && name != lockName {
+			continue // not ours
+		}
+		if e.Type()&os.ModeSymlink != 0 {
+			return symlinkError(s.path(name))
+		}
+		if !e.Type().IsRegular() {
+			return invalidf("%s is not a regular file", s.path(name))
+		}
+		if isJournal {
+			gens = append(gens, gen)
+		} else if name == snapshotName {
+			hasSnap = true
 		}
 	}
 	slices.Sort(gens)
@@ -264,15 +314,21 @@ func (s *Store) recover() error {
 		}
 		s.st, snapGen = st, gen
 	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return fmt.Errorf("offsets: %w", err)
+	}
 
 	var active uint64
-	stopped := false // a corruption was recovered: later journals are dropped
+	var replayed []string // journals replayed as found: to be fsynced
+	changed := false      // files removed or created: fsync the directory
+	stopped := false      // a corruption was recovered: later journals are dropped
 	for _, gen := range gens {
 		path := s.path(journalName(gen))
 		if gen < snapGen || stopped {
 			if err := s.fs.Remove(path); err != nil {
 				return fmt.Errorf("offsets: remove obsolete journal: %w", err)
 			}
+			changed = true
 			continue
 		}
 		data, err := vfs.ReadFile(s.fs, path, 1<<62)
@@ -286,41 +342,69 @@ func (s *Store) recover() error {
 			}
 			stopped = true
 		}
-		if res.end < len(data) {
+		if res.end < len(data) || res.end < journalHeaderSize {
+			// A torn or corrupt tail, or a header that never reached
+			// the disk (then the file holds no record): cut, rewrite
+			// the header if needed, fsync.
 			if err := s.cutJournal(path, gen, res.end); err != nil {
 				return err
 			}
 			s.stats.DroppedBytes += int64(len(data) - res.end)
-			if res.end < journalHeaderSize {
-				res.end = journalHeaderSize
-			}
+			res.end = max(res.end, journalHeaderSize)
+		} else {
+			replayed = append(replayed, path)
 		}
 		active, s.size = gen, int64(res.end)
+	}
+	for _, path := range replayed {
+		if err := s.syncFile(path); err != nil {
+			return err
+		}
 	}
 	if active == 0 {
 		active = max(snapGen, 1)
 		if err := s.cutJournal(s.path(journalName(active)), active, 0); err != nil {
 			return err
 		}
+		changed = true
+		s.size = journalHeaderSize
+	}
+	if changed {
 		if err := s.fs.SyncDir(s.dir); err != nil {
 			return fmt.Errorf("offsets: %w", err)
 		}
-		s.size = journalHeaderSize
 	}
-	f, err := s.fs.OpenFile(s.path(journalName(active)), os.O_WRONLY|os.O_APPEND, s.opts.FileMode)
+	f, err := openNoFollow(s.fs, s.path(journalName(active)), os.O_WRONLY|os.O_APPEND, s.opts.FileMode)
 	if err != nil {
-		return fmt.Errorf("offsets: %w", err)
+		return err
 	}
 	s.journal, s.gen = f, active
 	return nil
 }
 
-// cutJournal truncates (or creates) a journal to end bytes, rewriting its
-// header when end is inside it, and fsyncs it.
-func (s *Store) cutJournal(path string, gen uint64, end int) error {
-	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE, s.opts.FileMode)
+// syncFile fsyncs a file of the store.
+func (s *Store) syncFile(path string) error {
+	f, err := openNoFollow(s.fs, path, os.O_RDWR, s.opts.FileMode)
 	if err != nil {
-		return fmt.Errorf("offsets: %w", err)
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("offsets: fsync %s: %w", path, err)
+	}
+	return nil
+}
+
+// cutJournal truncates (or creates) a journal to end bytes, rewriting its
+// header when end is inside it, and fsyncs it. Creating one needs a
+// directory fsync after it, which is the caller's.
+func (s *Store) cutJournal(path string, gen uint64, end int) error {
+	f, err := openNoFollow(s.fs, path, os.O_RDWR|os.O_CREATE, s.opts.FileMode)
+	if err != nil {
+		return err
 	}
 	if end < journalHeaderSize {
 		end = 0

@@ -1,0 +1,725 @@
+// Package crashfs is a vfs.FS that simulates a power loss, for tests of
+// durability claims: killing a process keeps the page cache, so only a
+// filesystem that forgets what was never fsynced can catch a missing
+// fsync. It plays the part of pebble's strict in-memory FS and of LazyFS.
+//
+// # How it works
+//
+// An FS wraps a real directory tree (a test's t.TempDir()) and passes every
+// operation through to the os package, so that what the engine does beside
+// the seam keeps working: memory maps of File.OSFile() (index files are
+// written through a map and made durable by File.Sync), flock, sendfile.
+// Beside the real tree it keeps a model of what a disk would still hold
+// after a power cut:
+//
+//   - Files have an identity (a node) that follows renames and outlives
+//     unlinking. A file's durable content is its whole content as of its
+//     last successful File.Sync: Sync reads the real file (through the
+//     descriptor, so writes made through a memory map count) before it
+//     returns. A file never synced is durably empty. Truncate, Allocate
+//     and size changes are durable with the next Sync, like writes.
+//   - Directories have a volatile list of entries (name -> node), which
+//     mirrors the real tree, and a durable one: the volatile list as of
+//     the directory's last successful SyncDir. A file created, or renamed
+//     into a directory, whose directory was never fsynced afterwards does
+//     not survive; a removal or a rename not followed by a directory fsync
+//     is undone (the file comes back with its durable content). A new
+//     directory needs its parent fsynced, and its own entries need its own
+//     fsync. fsync of a file never makes its name durable.
+//
+// # Crash points
+//
+// Every operation that changes the disk (creating a file, Write, WriteAt,
+// Truncate, Allocate, Sync, Rename, Remove, RemoveAll, MkdirAll of a
+// missing path, SyncDir) is numbered from 1. With Options.CrashAt = N,
+// operation N fails, and so does every later operation of any kind (reads,
+// opens, Close after it has closed the real descriptor), each with an error
+// wrapping ErrCrashed: the workload stops as if the power had gone.
+// CrashNow does the same at once. Ops reports how many operations were
+// numbered, so a test can run a workload once without a crash to count
+// them and then crash at 1, 2, ..., Ops().
+//
+// Crash rebuilds the real tree from the model (and returns a Report of
+// what survived): everything under the root is
+// removed and the surviving tree is written back as new files and
+// directories (new inodes: descriptors and maps that the crashed engine
+// still holds, and its flocks, refer to the old ones). The test then opens
+// the engine again on a new FS over the same root (New treats everything
+// it finds as durable, as after a reboot), optionally with a crash point
+// again to crash during recovery.
+//
+// # Strict and lazy
+//
+// Strict mode keeps exactly the durable state. Lazy mode, like a real disk
+// that wrote back some dirty pages before the power went, also keeps a
+// random part of what was not fsynced, chosen by a generator seeded with
+// Options.Seed (the same seed and the same workload give the same disk):
+//
+//   - a random prefix of the directory operations that were not made
+//     durable (creations, removals, renames in the order they happened, as
+//     a metadata journal commits them; a rename is one operation); and
+//   - per file whose content differs from its durable content, one of:
+//     nothing of the unsynced data, all of it, a random prefix of the
+//     unsynced appended bytes (when the file only grew), or a random size
+//     between the durable and the current one with every 4 KiB page taken
+//     from either version (bytes a version lacks read as zeros), a torn
+//     write.
+//
+// A file that was unlinked and comes back has its durable content.
+//
+// # Limits
+//
+// Every path must lie under the root (others are an error); files created
+// beside the FS under the root are adopted as durable when first seen.
+// Symbolic links, hard links, permissions and times are not modelled (Crash
+// writes files 0640 and directories 0750, and drops symbolic links). By
+// default the real fsyncs are skipped (the model decides what survives, and
+// tests run faster); Options.RealSync makes them happen. An FS is safe for
+// concurrent use; Sync holds the model's lock while it reads the file.
+package crashfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/seglog/seglog/internal/vfs"
+)
+
+// ErrCrashed is wrapped by the error of every operation at or after the
+// crash point.
+var ErrCrashed = errors.New("crashfs: simulated power loss")
+
+// ErrOutsideRoot is wrapped by the error of an operation on a path that is
+// not under the FS's root.
+var ErrOutsideRoot = errors.New("crashfs: path outside the root")
+
+// Mode says what survives a Crash.
+type Mode int
+
+const (
+	// Strict keeps exactly what was fsynced.
+	Strict Mode = iota
+	// Lazy also keeps a random (seeded) part of what was not.
+	Lazy
+)
+
+// String names the mode.
+func (m Mode) String() string {
+	switch m {
+	case Strict:
+		return "strict"
+	case Lazy:
+		return "lazy"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Options configure an FS.
+type Options struct {
+	// Mode is Strict (the default) or Lazy.
+	Mode Mode
+	// Seed seeds Lazy mode's choices.
+	Seed uint64
+	// CrashAt is the number (from 1) of the disk-changing operation that
+	// fails first; 0 means no crash point.
+	CrashAt int64
+	// RealSync makes Sync and SyncDir also fsync the real files.
+	RealSync bool
+	// HistoryLen is how many of the last disk-changing operations History
+	// returns (default 64).
+	HistoryLen int
+}
+
+// node is a file or a directory: an identity that follows renames.
+type node struct {
+	dir bool
+	// Directories: the entries now, and as of the last SyncDir.
+	children map[string]*node
+	durable  map[string]*node
+	// Files: the content as of the last Sync (nil: empty).
+	synced []byte
+}
+
+func newDir() *node {
+	return &node{dir: true, children: map[string]*node{}, durable: map[string]*node{}}
+}
+
+// change is one entry of a directory changing: name now refers to n (nil:
+// removed). covered is set once a SyncDir of dir made it durable.
+type change struct {
+	dir     *node
+	name    string
+	n       *node
+	covered bool
+}
+
+// metaOp is a directory operation (a rename is one, with two changes).
+type metaOp struct{ changes []*change }
+
+// FS is a crash-simulating vfs.FS over a real directory tree.
+type FS struct {
+	root string
+	opts Options
+
+	ops     atomic.Int64
+	crashed atomic.Bool
+
+	// mu guards the model: top and everything below it, meta, history,
+	// rebuilt.
+	mu      sync.Mutex
+	top     *node
+	meta    []*metaOp
+	history []string
+	rebuilt bool
+}
+
+var _ vfs.FS = (*FS)(nil)
+
+// New returns an FS over the directory root, which must exist. Everything
+// in it is taken as durable.
+func New(root string, opts Options) (*FS, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	if opts.HistoryLen <= 0 {
+		opts.HistoryLen = 64
+	}
+	fsys := &FS{root: abs, opts: opts}
+	top, err := scan(abs)
+	if err != nil {
+		return nil, fmt.Errorf("crashfs: scan %s: %w", abs, err)
+	}
+	if !top.dir {
+		return nil, fmt.Errorf("crashfs: %s is not a directory", abs)
+	}
+	fsys.top = top
+	return fsys, nil
+}
+
+// scan builds a durable node for the real path.
+func scan(path string) (*node, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case fi.IsDir():
+		n := newDir()
+		ents, err := os.ReadDir(path)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if e.Type()&fs.ModeSymlink != 0 || !(e.IsDir() || e.Type().IsRegular()) {
+				continue
+			}
+			c, err := scan(filepath.Join(path, e.Name()))
+			if err != nil {
+				return nil, err
+			}
+			n.children[e.Name()] = c
+			n.durable[e.Name()] = c
+		}
+		return n, nil
+	case fi.Mode().IsRegular():
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return &node{synced: b}, nil
+	}
+	return nil, fmt.Errorf("%s: not a regular file or directory", path)
+}
+
+// Root returns the root directory.
+func (fsys *FS) Root() string { return fsys.root }
+
+// Ops returns how many disk-changing operations were numbered so far (the
+// one that crashed included).
+func (fsys *FS) Ops() int64 { return fsys.ops.Load() }
+
+// Crashed reports whether the crash point was reached (or CrashNow or
+// Crash was called).
+func (fsys *FS) Crashed() bool { return fsys.crashed.Load() }
+
+// CrashNow makes every later operation fail with ErrCrashed.
+func (fsys *FS) CrashNow() { fsys.crashed.Store(true) }
+
+// History returns the last disk-changing operations, oldest first, as
+// "#N op path": what a test prints when a crash point finds a loss.
+func (fsys *FS) History() []string {
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	return slices.Clone(fsys.history)
+}
+
+// step numbers a disk-changing operation on path and returns an error if
+// it is at or past the crash point.
+func (fsys *FS) step(op, path string) error {
+	if fsys.number(op + " " + fsys.short(path)) {
+		return crashErr(op, path)
+	}
+	return nil
+}
+
+// number numbers a disk-changing operation, described by desc for
+// History, and reports whether it is at or past the crash point.
+func (fsys *FS) number(desc string) (crashed bool) {
+	n := fsys.ops.Add(1)
+	if c := fsys.opts.CrashAt; c > 0 && n >= c {
+		fsys.crashed.Store(true)
+	}
+	if fsys.crashed.Load() {
+		return true
+	}
+	fsys.mu.Lock()
+	fsys.history = append(fsys.history, "#"+strconv.FormatInt(n, 10)+" "+desc)
+	if len(fsys.history) > fsys.opts.HistoryLen {
+		fsys.history = fsys.history[len(fsys.history)-fsys.opts.HistoryLen:]
+	}
+	fsys.mu.Unlock()
+	return false
+}
+
+// check fails an operation that changes nothing once crashed.
+func (fsys *FS) check(op, path string) error {
+	if fsys.crashed.Load() {
+		return crashErr(op, path)
+	}
+	return nil
+}
+
+func crashErr(op, path string) error {
+	return &os.PathError{Op: op, Path: path, Err: ErrCrashed}
+}
+
+// short is path relative to the root, for History.
+func (fsys *FS) short(path string) string {
+	if r, err := filepath.Rel(fsys.root, path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return path
+}
+
+// split returns the components of path below the root (none for the root).
+func (fsys *FS) split(op, path string) ([]string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &os.PathError{Op: op, Path: path, Err: err}
+	}
+	r, err := filepath.Rel(fsys.root, abs)
+	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		return nil, &os.PathError{Op: op, Path: path, Err: ErrOutsideRoot}
+	}
+	if r == "." {
+		return nil, nil
+	}
+	return strings.Split(r, string(filepath.Separator)), nil
+}
+
+// lookupLocked walks the volatile tree. It returns the parent directory
+// of the last component (nil when a parent is missing), and the node (nil
+// when missing). With adopt, a real entry that the model does not know
+// (created beside the FS) is adopted as durable. The caller holds mu.
+func (fsys *FS) lookupLocked(parts []string, adopt bool) (parent, n *node) {
+	n = fsys.top
+	path := fsys.root
+	for _, p := range parts {
+		if n == nil || !n.dir {
+			return nil, nil
+		}
+		parent = n
+		path = filepath.Join(path, p)
+		c := n.children[p]
+		if c == nil && adopt {
+			if adopted, err := scan(path); err == nil {
+				c = adopted
+				n.children[p] = c
+				n.durable[p] = c
+			}
+		}
+		n = c
+	}
+	return parent, n
+}
+
+// record appends a directory operation to the journal of lazy mode.
+func (fsys *FS) recordLocked(changes ...*change) {
+	for _, c := range changes {
+		if c.n == nil {
+			delete(c.dir.children, c.name)
+		} else {
+			c.dir.children[c.name] = c.n
+		}
+	}
+	fsys.meta = append(fsys.meta, &metaOp{changes: changes})
+}
+
+// OpenFile implements vfs.FS. An open that creates the file or truncates
+// it (O_TRUNC) is a disk-changing operation.
+func (fsys *FS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	parts, err := fsys.split("open", name)
+	if err != nil {
+		return nil, err
+	}
+	fsys.mu.Lock()
+	parent, n := fsys.lookupLocked(parts, true)
+	fsys.mu.Unlock()
+	creates := n == nil && flag&os.O_CREATE != 0
+	if creates || (n != nil && flag&os.O_TRUNC != 0 && flag&(os.O_WRONLY|os.O_RDWR) != 0) {
+		op := "create"
+		if !creates {
+			op = "open-trunc"
+		}
+		if err := fsys.step(op, name); err != nil {
+			return nil, err
+		}
+	} else if err := fsys.check("open", name); err != nil {
+		return nil, err
+	}
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	if fsys.crashed.Load() {
+		return nil, crashErr("open", name)
+	}
+	f, err := vfs.Default.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	// Look again under the lock: the tree may have changed meanwhile.
+	parent, n = fsys.lookupLocked(parts, false)
+	if n == nil {
+		if parent == nil || len(parts) == 0 {
+			_ = f.Close()
+			return nil, &os.PathError{Op: "open", Path: name, Err: errors.New("crashfs: model out of step with the real tree")}
+		}
+		n = &node{}
+		fsys.recordLocked(&change{dir: parent, name: parts[len(parts)-1], n: n})
+	}
+	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
+	return &file{fs: fsys, f: f, n: n, readable: acc != os.O_WRONLY}, nil
+}
+
+// Remove implements vfs.FS.
+func (fsys *FS) Remove(name string) error {
+	return fsys.unlink("remove", name, vfs.Default.Remove)
+}
+
+// RemoveAll implements vfs.FS. Removing a missing path changes nothing.
+func (fsys *FS) RemoveAll(name string) error {
+	return fsys.unlink("removeall", name, vfs.Default.RemoveAll)
+}
+
+func (fsys *FS) unlink(op, name string, call func(string) error) error {
+	parts, err := fsys.split(op, name)
+	if err != nil {
+		return err
+	}
+	if len(parts) == 0 {
+		return &os.PathError{Op: op, Path: name, Err: errors.New("crashfs: cannot remove the root")}
+	}
+	if err := fsys.step(op, name); err != nil {
+		return err
+	}
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	if fsys.crashed.Load() {
+		return crashErr(op, name)
+	}
+	parent, n := fsys.lookupLocked(parts, true)
+	if err := call(name); err != nil {
+		return err
+	}
+	if n != nil && parent != nil {
+		fsys.recordLocked(&change{dir: parent, name: parts[len(parts)-1]})
+	}
+	return nil
+}
+
+// Rename implements vfs.FS: one directory operation (in lazy mode both
+// names change together or neither does), durable when both directories
+// are fsynced.
+func (fsys *FS) Rename(oldpath, newpath string) error {
+	op, err := fsys.split("rename", oldpath)
+	if err != nil {
+		return err
+	}
+	np, err := fsys.split("rename", newpath)
+	if err != nil {
+		return err
+	}
+	crashed := func() error {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: ErrCrashed}
+	}
+	if fsys.number("rename " + fsys.short(oldpath) + " -> " + fsys.short(newpath)) {
+		return crashed()
+	}
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	if fsys.crashed.Load() {
+		return crashed()
+	}
+	if len(op) == 0 || len(np) == 0 {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: errors.New("crashfs: cannot rename the root")}
+	}
+	oparent, n := fsys.lookupLocked(op, true)
+	_, nparent := fsys.lookupLocked(np[:len(np)-1], true)
+	if err := vfs.Default.Rename(oldpath, newpath); err != nil {
+		return err
+	}
+	if n == nil || oparent == nil || nparent == nil || !nparent.dir {
+		return nil // the model cannot follow; cannot happen for paths it knows
+	}
+	oname, nname := op[len(op)-1], np[len(np)-1]
+	if oparent == nparent && oname == nname {
+		return nil
+	}
+	fsys.recordLocked(&change{dir: oparent, name: oname}, &change{dir: nparent, name: nname, n: n})
+	return nil
+}
+
+// MkdirAll implements vfs.FS. It is a disk-changing operation when it
+// creates something; each directory it creates is one directory operation.
+func (fsys *FS) MkdirAll(path string, perm os.FileMode) error {
+	parts, err := fsys.split("mkdir", path)
+	if err != nil {
+		return err
+	}
+	fsys.mu.Lock()
+	_, n := fsys.lookupLocked(parts, true)
+	fsys.mu.Unlock()
+	if n != nil {
+		if err := fsys.check("mkdir", path); err != nil {
+			return err
+		}
+		return vfs.Default.MkdirAll(path, perm)
+	}
+	if err := fsys.step("mkdir", path); err != nil {
+		return err
+	}
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	if fsys.crashed.Load() {
+		return crashErr("mkdir", path)
+	}
+	if err := vfs.Default.MkdirAll(path, perm); err != nil {
+		return err
+	}
+	d := fsys.top
+	for _, p := range parts {
+		c := d.children[p]
+		if c == nil {
+			c = newDir()
+			fsys.recordLocked(&change{dir: d, name: p, n: c})
+		}
+		d = c
+	}
+	return nil
+}
+
+// ReadDir implements vfs.FS.
+func (fsys *FS) ReadDir(name string) ([]os.DirEntry, error) {
+	if _, err := fsys.split("readdir", name); err != nil {
+		return nil, err
+	}
+	if err := fsys.check("readdir", name); err != nil {
+		return nil, err
+	}
+	return vfs.Default.ReadDir(name)
+}
+
+// Lstat implements vfs.FS.
+func (fsys *FS) Lstat(name string) (os.FileInfo, error) {
+	if _, err := fsys.split("lstat", name); err != nil {
+		return nil, err
+	}
+	if err := fsys.check("lstat", name); err != nil {
+		return nil, err
+	}
+	return vfs.Default.Lstat(name)
+}
+
+// SyncDir implements vfs.FS: the directory's entries as they are now
+// become its durable entries.
+func (fsys *FS) SyncDir(dir string) error {
+	parts, err := fsys.split("syncdir", dir)
+	if err != nil {
+		return err
+	}
+	if err := fsys.step("syncdir", dir); err != nil {
+		return err
+	}
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	if fsys.crashed.Load() {
+		return crashErr("syncdir", dir)
+	}
+	_, d := fsys.lookupLocked(parts, true)
+	if d == nil || !d.dir {
+		return &os.PathError{Op: "syncdir", Path: dir, Err: os.ErrNotExist}
+	}
+	if fsys.opts.RealSync {
+		if err := vfs.Default.SyncDir(dir); err != nil {
+			return err
+		}
+	}
+	d.durable = make(map[string]*node, len(d.children))
+	for k, v := range d.children {
+		d.durable[k] = v
+	}
+	for _, op := range fsys.meta {
+		for _, c := range op.changes {
+			if c.dir == d {
+				c.covered = true
+			}
+		}
+	}
+	return nil
+}
+
+// file is an open file: the real one and its node.
+type file struct {
+	fs       *FS
+	f        vfs.File
+	n        *node
+	readable bool
+}
+
+var _ vfs.File = (*file)(nil)
+
+func (f *file) Name() string { return f.f.Name() }
+
+// OSFile returns the real file, so that memory maps, flock and sendfile
+// work. Writes through a map reach the model at the next Sync.
+func (f *file) OSFile() *os.File { return f.f.OSFile() }
+
+func (f *file) Read(p []byte) (int, error) {
+	if err := f.fs.check("read", f.Name()); err != nil {
+		return 0, err
+	}
+	return f.f.Read(p)
+}
+
+func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.fs.check("read", f.Name()); err != nil {
+		return 0, err
+	}
+	return f.f.ReadAt(p, off)
+}
+
+func (f *file) Seek(offset int64, whence int) (int64, error) {
+	if err := f.fs.check("seek", f.Name()); err != nil {
+		return 0, err
+	}
+	return f.f.Seek(offset, whence)
+}
+
+func (f *file) Stat() (os.FileInfo, error) {
+	if err := f.fs.check("stat", f.Name()); err != nil {
+		return nil, err
+	}
+	return f.f.Stat()
+}
+
+func (f *file) Write(p []byte) (int, error) {
+	if err := f.fs.step("write", f.Name()); err != nil {
+		return 0, err
+	}
+	return f.f.Write(p)
+}
+
+func (f *file) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.fs.step("writeat", f.Name()); err != nil {
+		return 0, err
+	}
+	return f.f.WriteAt(p, off)
+}
+
+func (f *file) Truncate(size int64) error {
+	if err := f.fs.step("truncate", f.Name()); err != nil {
+		return err
+	}
+	return f.f.Truncate(size)
+}
+
+func (f *file) Allocate(off, n int64) error {
+	if err := f.fs.step("allocate", f.Name()); err != nil {
+		return err
+	}
+	return f.f.Allocate(off, n)
+}
+
+// Close closes the real file; once crashed it still does, and returns an
+// error wrapping ErrCrashed.
+func (f *file) Close() error {
+	err := f.f.Close()
+	if cerr := f.fs.check("close", f.Name()); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// Sync makes the file's content as it is when Sync starts its durable
+// content.
+func (f *file) Sync() error {
+	if err := f.fs.step("sync", f.Name()); err != nil {
+		return err
+	}
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.fs.crashed.Load() {
+		return crashErr("sync", f.Name())
+	}
+	b, err := f.content()
+	if err != nil {
+		return err
+	}
+	if f.fs.opts.RealSync {
+		if err := f.f.Sync(); err != nil {
+			return err
+		}
+	}
+	f.n.synced = b
+	return nil
+}
+
+// content reads the whole real file through its descriptor (reopened
+// read-only through /proc when it was opened write-only).
+func (f *file) content() ([]byte, error) {
+	var r interface {
+		io.ReaderAt
+		Stat() (os.FileInfo, error)
+	} = f.f
+	if !f.readable {
+		osf := f.f.OSFile()
+		if osf == nil {
+			return nil, &os.PathError{Op: "sync", Path: f.Name(), Err: errors.New("crashfs: cannot read a write-only file without an OS file")}
+		}
+		rf, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(osf.Fd())))
+		if err != nil {
+			return nil, err
+		}
+		defer rf.Close()
+		r = rf
+	}
+	fi, err := r.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, fi.Size())
+	n, err := r.ReadAt(b, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(b)) {
+		return nil, &os.PathError{Op: "sync", Path: f.Name(), Err: fmt.Errorf("crashfs: read the file: %w", err)}
+	}
+	return b, nil
+}

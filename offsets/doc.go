@@ -81,8 +81,8 @@
 //
 // # Snapshot file
 //
-// Written whole with vfs.WriteFileAtomic (temp file, fsync, rename, fsync
-// of the directory), so it is never torn; any failure to decode it is
+// Written whole as snapshot.tmp, fsynced, renamed over snapshot, and the
+// directory fsynced, so it is never torn; any failure to decode it is
 // corruption.
 //
 //	0        4        5          8              16            24               32
@@ -137,9 +137,15 @@
 // unread: the generation number makes the switch exact. (Replaying it anyway
 // would also converge, as every record sets absolute values - offsets,
 // interest, deletion - and the snapshot already ends with the effect of its
-// last records.) If step 2 or 3 fails, journal G+1 is removed, the store
-// keeps appending to journal G, the error is in Stats, and compaction is
-// retried when the journal has grown by another CompactBytes.
+// last records.) If step 2 or 3 fails before the snapshot's rename, journal
+// G+1 is removed, the store keeps appending to journal G, the error is in
+// Stats, and compaction is retried when the journal has grown by another
+// CompactBytes. If the directory fsync after the rename fails, snapshot G+1
+// is in place but perhaps not durable: appending to journal G would be lost
+// (the next Open deletes it unread), and relying on journal G+1 would trust
+// a rename that a power cut may undo, so the store fails like after a failed
+// fsync (see below); a reopen finds one snapshot or the other, and the
+// journals it needs.
 //
 // The snapshot holds exactly one entry per (group, topic, partition): the
 // latest commit.

@@ -669,12 +669,26 @@ func (s *Store) compactLocked() (err error) {
 		return fmt.Errorf("offsets: %w", err)
 	}
 	s.snapBuf = encodeSnapshot(s.snapBuf, s.st, next)
-	err = vfs.WriteFileAtomic(s.fs, s.path(snapshotName), s.snapBuf, s.opts.FileMode)
+	renamed, err := s.writeSnapshot(s.snapBuf)
 	if cap(s.snapBuf) > 4*len(s.snapBuf)+(1<<20) {
 		s.snapBuf = nil
 	}
 	if err != nil {
 		_ = nf.Close()
+		if renamed {
+			// Snapshot G+1 is in place, perhaps not durably. Appending
+			// to journal G would be lost (Open deletes the journals
+			// older than the snapshot), and switching to journal G+1
+			// would rely on a rename that a power cut may undo: the
+			// directory's state is unknown, as after a failed fsync.
+			// Fail-stop; a reopen finds either snapshot and replays
+			// what it needs.
+			err = fmt.Errorf("offsets: fsync directory after the snapshot rename: %w", err)
+			if s.failed == nil {
+				s.failed = err
+			}
+			return err
+		}
 		_ = s.fs.Remove(npath)
 		return fmt.Errorf("offsets: write snapshot: %w", err)
 	}
@@ -686,6 +700,35 @@ func (s *Store) compactLocked() (err error) {
 	_ = s.fs.Remove(s.path(journalName(oldGen))) // if it stays, Open removes it
 	s.markSynced(s.writeSeq)                     // the snapshot holds everything
 	return nil
+}
+
+// writeSnapshot replaces the snapshot with data so that a crash leaves the
+// old one or the new one, never a mix: it writes snapshot.tmp, fsyncs it,
+// renames it over the snapshot and fsyncs the directory. renamed reports
+// whether the rename happened: a failure after it (the directory fsync)
+// leaves the new snapshot in place, durable or not. A failed rename
+// changes nothing (rename is atomic).
+func (s *Store) writeSnapshot(data []byte) (renamed bool, err error) {
+	tmp := s.path(snapshotName + vfs.TempSuffix)
+	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, s.opts.FileMode)
+	if err != nil {
+		return false, err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.fs.Rename(tmp, s.path(snapshotName))
+	}
+	if err != nil {
+		_ = s.fs.Remove(tmp)
+		return false, err
+	}
+	return true, s.fs.SyncDir(s.dir)
 }
 
 func (s *Store) checkName(what, name string) error {

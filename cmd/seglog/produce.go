@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,9 +27,12 @@ splits; a line without S is an error). Only the trailing "\n" is removed:
 "\r" and every other byte stay in the value. The topic is created with
 --partitions partitions when it does not exist.
 
-Lines are appended in batches of up to --batch lines: a batch closes when
-it is full, when --linger has passed since its first line, or (with
---linger 0, the default) as soon as no more input is already waiting.
+Lines are appended in batches of up to --batch lines and --batch-bytes
+bytes (uncompressed records): a batch closes when the next line would take
+it past either cap (a line larger than --batch-bytes goes alone), when
+--linger has passed since its first line, or (with --linger 0, the
+default) as soon as no more input is already waiting. A line longer than
+the largest batch the engine accepts (16 MiB) is an error.
 With --partition P every record goes to P; otherwise a record with a key
 goes to hash(key) mod partitions and keyless records go round-robin, one
 batch at a time.
@@ -35,15 +41,77 @@ For each record, "PARTITION OFFSET" is printed on stdout once it is
 appended under the --sync policy: with --sync always, a printed line means
 the record is on disk (fsynced). At end of input, or on Ctrl-C, what was
 read is appended, the store is flushed and closed cleanly, and the exit
-code is 0.`
+code is 0. When produce stops on an error (a bad line, a failed append),
+everything before the failing line or batch has been appended, nothing
+from it on has, and stderr says exactly which lines were appended and at
+which offsets; the exit code is 1. (When a batch spans partitions and only
+some of its partitions' appends succeeded, stderr gives their offsets;
+stdout keeps one line per input line and so stops before that batch.)`
 
 const produceExample = `
 printf 'user1:hello\nuser2:world\n' | seglog produce --dir /var/lib/seglog --topic events --partitions 3 --key-separator : --sync always
-seq 1000000 | seglog produce --dir /tmp/data --topic bench --sync none --batch 5000 > /dev/null`
+seq 1000000 | seglog produce --dir /tmp/data --topic bench --sync none --batch 5000 > /dev/null
+seglog produce --dir /tmp/data --topic docs --batch-bytes 512KiB --compression zstd < documents.jsonl`
 
-// maxLineBytes is the longest line produce accepts: a batch holds at most
-// segment.DefaultMaxBatchBytes.
-const maxLineBytes = segment.DefaultMaxBatchBytes - 1024
+// recordOverhead bounds what the batch format adds to a record's key and
+// value: its length, attributes, timestamp and offset deltas, key and
+// value lengths and header count, as varints.
+const recordOverhead = 32
+
+// maxBatchBytes is the largest batch the engine accepts (produce uses the
+// storage default limits).
+const maxBatchBytes = segment.DefaultMaxBatchBytes
+
+// maxLineBytes is the longest line produce accepts: a batch of that one
+// line is at most maxBatchBytes (before compression).
+const maxLineBytes = maxBatchBytes - segment.HeaderSize - recordOverhead
+
+// defaultBatchBytes is the default --batch-bytes.
+const defaultBatchBytes = 1 << 20
+
+// byteSize is a flag.Value for a size in bytes: a plain number of bytes, or
+// a number with a unit, binary (KiB, MiB, GiB) or decimal (KB, MB, GB).
+type byteSize int64
+
+// sizeUnits are the units Set accepts, longest suffix first.
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1},
+}
+
+// String formats the size with the largest binary unit that divides it.
+func (b *byteSize) String() string {
+	v := int64(*b)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if v >= u.mult && v%u.mult == 0 {
+			return strconv.FormatInt(v/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// Set parses a size.
+func (b *byteSize) Set(s string) error {
+	num, mult := s, int64(1)
+	for _, u := range sizeUnits {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, mult = n, u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || v < 0 || v > math.MaxInt64/mult {
+		return fmt.Errorf("want a size in bytes, like 1048576, 512KiB or 1MiB")
+	}
+	*b = byteSize(v * mult)
+	return nil
+}
 
 func parseSync(s string) (storage.SyncPolicy, error) {
 	switch s {
@@ -69,6 +137,8 @@ func runProduce(e *env, args []string) int {
 	codecName := c.fs.String("compression", "none", "batch compression: none, gzip, snappy, zstd or s2")
 	linger := c.fs.Duration("linger", 0, "wait up to this long for more lines before appending a batch (0: append what is already read)")
 	batch := c.fs.Int("batch", 1000, "most lines per batch")
+	batchBytes := byteSize(defaultBatchBytes)
+	c.fs.Var(&batchBytes, "batch-bytes", "most bytes of records per batch, before compression: a `SIZE` like 1048576, 512KiB or 1MiB (at most 16MiB)")
 	pos, code, ok := c.parse(args)
 	if !ok {
 		return code
@@ -81,6 +151,10 @@ func runProduce(e *env, args []string) int {
 		return c.usageErr("--partitions %d: want at least 1", *partitions)
 	case *batch < 1:
 		return c.usageErr("--batch %d: want at least 1", *batch)
+	case batchBytes < 1:
+		return c.usageErr("--batch-bytes %s: want at least 1 byte", batchBytes.String())
+	case batchBytes > maxBatchBytes:
+		return c.usageErr("--batch-bytes %s: at most 16MiB, the largest batch the engine accepts", batchBytes.String())
 	case *linger < 0:
 		return c.usageErr("--linger %v is negative", *linger)
 	case c.isSet("key-separator") && *keySep == "":
@@ -99,11 +173,12 @@ func runProduce(e *env, args []string) int {
 	if err != nil {
 		return c.usageErr("--compression %q: want none, gzip, snappy, zstd or s2", *codecName)
 	}
-	store, code := openStore(c, *dir, true, storage.StoreOptions{Log: storage.Options{Sync: policy, SyncInterval: *syncEvery, Compression: codec}})
+	store, code := openStore(c, *dir, true, storage.StoreOptions{Log: storage.Options{FS: e.fs, Sync: policy, SyncInterval: *syncEvery, Compression: codec}})
 	if store == nil {
 		return code
 	}
-	p := &producer{c: c, store: store, topic: *topic, partition: int32(*partition), batch: *batch, linger: *linger}
+	p := &producer{c: c, store: store, topic: *topic, partition: int32(*partition), batch: *batch, batchBytes: int(batchBytes),
+		linger: *linger, ranges: map[int32]*offsetRange{}}
 	if *keySep != "" {
 		p.sep = []byte(*keySep)
 	}
@@ -120,15 +195,24 @@ func runProduce(e *env, args []string) int {
 }
 
 type producer struct {
-	c         *cli
-	store     *storage.Store
-	topic     string
-	partition int32
-	sep       []byte
-	batch     int
-	linger    time.Duration
-	log       *storage.Log // with --partition
+	c          *cli
+	store      *storage.Store
+	topic      string
+	partition  int32 // --partition, -1: by key
+	partitions int   // of the topic
+	sep        []byte
+	batch      int
+	batchBytes int
+	linger     time.Duration
+
+	// What this run appended: every line up to appended (numbered from
+	// 1), at these offsets per partition.
+	appended int
+	ranges   map[int32]*offsetRange
 }
+
+// offsetRange is the first and last offset appended to a partition.
+type offsetRange struct{ first, last int64 }
 
 func (p *producer) setup(partitions int) int {
 	n, err := p.store.Partitions(p.topic)
@@ -142,29 +226,29 @@ func (p *producer) setup(partitions int) int {
 	} else if p.c.isSet("partitions") && n != partitions {
 		p.c.warn("topic %s exists with %d partitions; --partitions %d is ignored", p.topic, n, partitions)
 	}
-	if p.partition >= 0 {
-		if int(p.partition) >= n {
-			return p.c.fail("--partition %d: topic %s has partitions 0 to %d", p.partition, p.topic, n-1)
-		}
-		l, err := p.store.Log(p.topic, p.partition)
-		if err != nil {
-			return p.c.fail("%v", err)
-		}
-		p.log = l
+	p.partitions = n
+	if p.partition >= 0 && int(p.partition) >= n {
+		return p.c.fail("--partition %d: topic %s has partitions 0 to %d", p.partition, p.topic, n-1)
 	}
 	return exitOK
 }
 
+// lineSize is what a line adds to a batch, at most: its bytes and the
+// record's framing.
+func lineSize(line []byte) int { return len(line) + recordOverhead }
+
 // chunk is a run of lines the reader got without waiting.
 type chunk struct {
 	lines [][]byte
+	bytes int // the lineSize of lines
 	first int // line number of lines[0]
 	err   error
 }
 
-// readLines sends chunks of at most max lines; a chunk ends early when no
+// readLines sends chunks of at most maxLines lines and about maxBytes
+// bytes (by lineSize; one line may pass it); a chunk ends early when no
 // more input is buffered (the next read would block).
-func readLines(ctx context.Context, r io.Reader, max int, out chan<- chunk) {
+func readLines(ctx context.Context, r io.Reader, maxLines, maxBytes int, out chan<- chunk) {
 	defer close(out)
 	br := bufio.NewReaderSize(r, 256<<10)
 	lineNo := 1
@@ -179,10 +263,11 @@ func readLines(ctx context.Context, r io.Reader, max int, out chan<- chunk) {
 	for {
 		ch := chunk{first: lineNo}
 		var arena []byte
-		for len(ch.lines) < max {
+		for len(ch.lines) < maxLines && ch.bytes < maxBytes {
 			line, err := readLine(br, &arena, lineNo)
 			if line != nil {
 				ch.lines = append(ch.lines, line)
+				ch.bytes += lineSize(line)
 				lineNo++
 			}
 			if err != nil {
@@ -212,7 +297,7 @@ func readLine(br *bufio.Reader, arena *[]byte, lineNo int) ([]byte, error) {
 	for {
 		frag, err := br.ReadSlice('\n')
 		if len(*arena)-start+len(frag) > maxLineBytes+1 {
-			return nil, fmt.Errorf("stdin line %d is longer than %d bytes", lineNo, maxLineBytes)
+			return nil, fmt.Errorf("stdin line %d is longer than %d bytes, the most a record can hold in the largest batch the engine accepts (16MiB)", lineNo, maxLineBytes)
 		}
 		if cap(*arena)-len(*arena) < len(frag) {
 			// Start a new arena: earlier lines keep the old one.
@@ -237,14 +322,28 @@ func readLine(br *bufio.Reader, arena *[]byte, lineNo int) ([]byte, error) {
 	}
 }
 
+// batchLen returns how many of the leading lines form the next batch: up
+// to --batch lines and --batch-bytes bytes (with the batch header), and at
+// least one line.
+func (p *producer) batchLen(lines [][]byte) int {
+	size := segment.HeaderSize
+	for n, line := range lines {
+		if n == p.batch || (n > 0 && size+lineSize(line) > p.batchBytes) {
+			return n
+		}
+		size += lineSize(line)
+	}
+	return len(lines)
+}
+
 func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) int {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	in := make(chan chunk, 4)
-	go readLines(rctx, stdin, p.batch, in)
+	go readLines(rctx, stdin, p.batch, p.batchBytes, in)
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	var pending [][]byte
-	pendingFirst := 0
+	pendingFirst, pendingBytes := 0, 0
 	var readErr error
 	eof := false
 	var timer *time.Timer
@@ -256,26 +355,26 @@ func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) i
 				eof = true
 				break
 			}
-			pending, pendingFirst, readErr = append(pending[:0], ch.lines...), ch.first, ch.err
+			pending, pendingFirst, pendingBytes, readErr = append(pending[:0], ch.lines...), ch.first, ch.bytes, ch.err
 		case <-ctx.Done():
 			eof = true
 		}
-		// Fill the batch: up to --batch lines or --linger.
-		if p.linger > 0 && !eof && readErr == nil && len(pending) < p.batch {
+		// Fill the batch: up to --batch lines, --batch-bytes or --linger.
+		if p.linger > 0 && !eof && readErr == nil && len(pending) < p.batch && pendingBytes < p.batchBytes {
 			if timer == nil {
 				timer = time.NewTimer(p.linger)
 			} else {
 				timer.Reset(p.linger)
 			}
 		fill:
-			for len(pending) < p.batch {
+			for len(pending) < p.batch && pendingBytes < p.batchBytes {
 				select {
 				case ch, ok := <-in:
 					if !ok {
 						eof = true
 						break fill
 					}
-					pending, readErr = append(pending, ch.lines...), ch.err
+					pending, pendingBytes, readErr = append(pending, ch.lines...), pendingBytes+ch.bytes, ch.err
 					if readErr != nil {
 						break fill
 					}
@@ -289,7 +388,7 @@ func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) i
 			timer.Stop()
 		}
 		for len(pending) > 0 {
-			n := min(len(pending), p.batch)
+			n := p.batchLen(pending)
 			if code := p.appendLines(w, pending[:n], pendingFirst); code != exitOK {
 				return code
 			}
@@ -297,7 +396,7 @@ func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) i
 		}
 	}
 	if readErr != nil {
-		return p.c.fail("%v", readErr)
+		return p.stop(w, "%v", readErr)
 	}
 	if err := w.Flush(); err != nil {
 		return p.c.fail("write stdout: %v", err)
@@ -305,7 +404,9 @@ func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) i
 	return exitOK
 }
 
-// appendLines appends lines as records and prints where each went.
+// appendLines appends lines (the first is line number first) as one
+// batch per partition and prints where each went. A line without the key
+// separator stops produce after the lines before it are appended.
 func (p *producer) appendLines(w *bufio.Writer, lines [][]byte, first int) int {
 	recs := make([]storage.Record, len(lines))
 	for i, line := range lines {
@@ -315,38 +416,144 @@ func (p *producer) appendLines(w *bufio.Writer, lines [][]byte, first int) int {
 		}
 		k := bytes.Index(line, p.sep)
 		if k < 0 {
-			return p.c.fail("stdin line %d has no key separator %q (nothing from this line on was appended)", first+i, p.sep)
+			if i > 0 {
+				if code := p.appendLines(w, lines[:i], first); code != exitOK {
+					return code
+				}
+			}
+			return p.stop(w, "stdin line %d has no key separator %q", first+i, p.sep)
 		}
 		recs[i].Key, recs[i].Value = line[:k], line[k+len(p.sep):]
 	}
+	// Route: --partition, the key's partition, or one round-robin
+	// partition for the whole (keyless) batch; one batch per partition, in
+	// the order of their first line.
+	parts := make([]int32, len(recs))
+	var order []int32
+	groups := map[int32][]int{}
+	for i := range recs {
+		var part int32
+		switch {
+		case p.partition >= 0:
+			part = p.partition
+		case recs[i].Key == nil && i > 0:
+			part = parts[0]
+		default:
+			var err error
+			if part, err = p.store.Partition(p.topic, recs[i].Key); err != nil {
+				return p.stop(w, "%v", err)
+			}
+		}
+		parts[i] = part
+		if _, ok := groups[part]; !ok {
+			order = append(order, part)
+		}
+		groups[part] = append(groups[part], i)
+	}
+	offs := make([]int64, len(recs))
+	var done []partialAppend
+	for _, part := range order {
+		batch := make([]storage.Record, 0, len(groups[part]))
+		for _, i := range groups[part] {
+			batch = append(batch, recs[i])
+		}
+		l, err := p.store.Log(p.topic, part)
+		var res storage.AppendResult
+		if err == nil {
+			res, err = l.Append(batch...)
+		}
+		if err != nil {
+			last := first + len(lines) - 1
+			what := fmt.Sprintf("lines %d-%d", first, last)
+			if first == last {
+				what = fmt.Sprintf("line %d", first)
+			}
+			if len(order) > 1 {
+				what = fmt.Sprintf("the %d of %s for partition %d", len(batch), what, part)
+			}
+			return p.stopPartial(w, first, len(lines), done, "append %s: %v", what, err)
+		}
+		for j, i := range groups[part] {
+			offs[i] = res.FirstOffset + int64(j)
+		}
+		done = append(done, partialAppend{part: part, n: len(batch), from: res.FirstOffset})
+	}
+	for _, d := range done {
+		p.track(d.part, d.from, d.from+int64(d.n)-1)
+	}
+	p.appended = first + len(lines) - 1
 	var buf []byte
-	if p.log != nil {
-		res, err := p.log.Append(recs...)
-		if err != nil {
-			return p.c.fail("append lines %d to %d: %v", first, first+len(lines)-1, err)
-		}
-		for i := range recs {
-			buf = strconv.AppendInt(buf[:0], int64(p.partition), 10)
-			buf = append(buf, ' ')
-			buf = strconv.AppendInt(buf, res.FirstOffset+int64(i), 10)
-			buf = append(buf, '\n')
-			w.Write(buf)
-		}
-	} else {
-		out, err := p.store.Produce(p.topic, recs...)
-		if err != nil {
-			return p.c.fail("append lines %d to %d: %v", first, first+len(lines)-1, err)
-		}
-		for _, o := range out {
-			buf = strconv.AppendInt(buf[:0], int64(o.Partition), 10)
-			buf = append(buf, ' ')
-			buf = strconv.AppendInt(buf, o.Offset, 10)
-			buf = append(buf, '\n')
-			w.Write(buf)
-		}
+	for i := range recs {
+		buf = strconv.AppendInt(buf[:0], int64(parts[i]), 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendInt(buf, offs[i], 10)
+		buf = append(buf, '\n')
+		w.Write(buf)
 	}
 	if err := w.Flush(); err != nil {
 		return p.c.fail("write stdout: %v", err)
 	}
 	return exitOK
+}
+
+// partialAppend is the part of a batch that went to one partition before
+// another partition's part failed.
+type partialAppend struct {
+	part int32
+	n    int
+	from int64
+}
+
+func (p *producer) track(part int32, from, to int64) {
+	if r, ok := p.ranges[part]; ok {
+		r.last = to
+		return
+	}
+	p.ranges[part] = &offsetRange{first: from, last: to}
+}
+
+// stop reports an error and what was appended before it, on stderr; it
+// returns exit code 1.
+func (p *producer) stop(w *bufio.Writer, format string, args ...any) int {
+	return p.stopPartial(w, 0, 0, nil, format, args...)
+}
+
+// stopPartial is stop when the batch of n lines from line first failed
+// after the parts of it in done were appended.
+func (p *producer) stopPartial(w *bufio.Writer, first, n int, done []partialAppend, format string, args ...any) int {
+	_ = w.Flush() // what was appended is printed before the error
+	p.c.warn(format, args...)
+	var b strings.Builder
+	if p.appended == 0 {
+		b.WriteString("no line was appended")
+	} else {
+		fmt.Fprintf(&b, "appended lines 1-%d (offsets", p.appended)
+		parts := make([]int32, 0, len(p.ranges))
+		for part := range p.ranges {
+			parts = append(parts, part)
+		}
+		slices.Sort(parts)
+		for i, part := range parts {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			r := p.ranges[part]
+			fmt.Fprintf(&b, " %d-%d of partition %d", r.first, r.last, part)
+		}
+		b.WriteString(")")
+	}
+	if len(done) == 0 {
+		fmt.Fprintf(&b, "; line %d onward not appended", p.appended+1)
+		return p.c.fail("%s", b.String())
+	}
+	// Part of the failed batch went to other partitions first.
+	fmt.Fprintf(&b, "; of lines %d-%d, appended only those for", first, first+n-1)
+	for i, d := range done {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " partition %d (%d lines, offsets %d-%d)", d.part, d.n, d.from, d.from+int64(d.n)-1)
+	}
+	fmt.Fprintf(&b, "; not appended: the other lines of %d-%d and line %d onward", first, first+n-1, first+n)
+	return p.c.fail("%s", b.String())
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"github.com/seglog/seglog/internal/vfs"
@@ -88,7 +89,7 @@ func (c *cli) parse(args []string) (pos []string, code int, ok bool) {
 			return nil, exitOK, false
 		}
 		if err != nil {
-			return nil, c.usageErr("%v", err), false
+			return nil, c.usageErr("%s", dashDash(err.Error())), false
 		}
 		rest := c.fs.Args()
 		if len(rest) == 0 {
@@ -101,6 +102,16 @@ func (c *cli) parse(args []string) (pos []string, code int, ok bool) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// flagNameInMessage finds the flag name in the flag package's error
+// messages, which write it with one dash.
+var flagNameInMessage = regexp.MustCompile(`^(flag provided but not defined: |invalid value ".*" for flag |invalid boolean value ".*" for |flag needs an argument: )-([^-])`)
+
+// dashDash rewrites a flag package error message to name the flag with
+// two dashes, as the help and every other message do.
+func dashDash(msg string) string {
+	return flagNameInMessage.ReplaceAllString(msg, "$1--$2")
 }
 
 // usageErr reports bad usage: the message, then the help, on stderr; it

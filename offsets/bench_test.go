@@ -88,6 +88,7 @@ func BenchmarkOpen100k(b *testing.B) {
 			if snapshot {
 				require.NoError(b, s.Compact())
 			}
+			require.NoError(b, s.Sync()) // Stats counts durable positions
 			require.Equal(b, 100_000, s.Stats().Positions)
 			require.NoError(b, s.Close())
 			b.ReportAllocs()

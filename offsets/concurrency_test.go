@@ -51,12 +51,22 @@ func TestConcurrentCommits(t *testing.T) {
 						} else {
 							assert.NoError(t, s.Commit(g, "t", int32(i%2), int64(i), "m"))
 						}
+						if policy == SyncAlways {
+							// Durable when it returns, so visible: the
+							// fsync leader updates the reads before it
+							// wakes the committers it covered.
+							pos, err := s.Fetch(g, "t", int32(i%2))
+							if assert.NoError(t, err) {
+								assert.Equal(t, int64(i), pos.Offset, "read your own durable commit")
+							}
+						}
 					}
 				}()
 			}
 			wg.Wait()
 			close(stop)
 			readers.Wait()
+			require.NoError(t, s.Sync()) // reads see durable commits only
 			check := func(s *Store) {
 				for w := range writers {
 					for p := range int32(2) {

@@ -15,7 +15,9 @@
 // whole partition. Unsubscribe removes the interest and the group's
 // positions on that topic (it no longer holds retention there; like Kafka's
 // offset deletion for a topic). A group exists while it has interest in at
-// least one topic; DeleteGroup removes it with all its positions.
+// least one topic; DeleteGroup removes it with all its positions. Every
+// read answers from the durable writes only (see Durability and
+// concurrency).
 //
 // Names (group, topic) are 1 to MaxNameBytes bytes of any content: they
 // never become paths here. Partitions and offsets are non-negative.
@@ -126,9 +128,11 @@
 // When the journal passes Options.CompactBytes (or on Compact), the store,
 // with commits paused:
 //
-//  1. writes the buffered records to journal G;
+//  1. writes the buffered records to journal G and, if any record is not
+//     durable yet, fsyncs it (so the state, which only durable records
+//     reach, holds every record appended; a failure here is a failed fsync);
 //  2. creates journal G+1 (header, fsync, directory fsync);
-//  3. writes the snapshot of the whole state as generation G+1 atomically;
+//  3. writes the snapshot of the state as generation G+1 atomically;
 //  4. switches to journal G+1 and deletes journal G.
 //
 // A crash before step 3's rename leaves snapshot S <= G and journals G and
@@ -154,35 +158,59 @@
 //
 // All methods are safe for concurrent use. Appends go, under one mutex, into
 // an in-memory buffer that is written to the journal before every fsync,
-// when it passes 64 KiB, and on Sync and Close. The in-memory state is
-// updated when the record is appended, so reads (Fetch, MinCommitted, ...)
-// may see a commit whose fsync is still in flight.
+// when it passes 64 KiB, and on Sync and Close.
 //
-//   - SyncAlways (default): Commit returns after an fsync covering its record.
-//     Concurrent commits share fsyncs (group commit): a committer that finds
-//     no fsync in progress becomes the leader, writes the buffer and fsyncs
-//     on behalf of every record appended so far; the others wait on a
-//     condition variable for "synced up to" to pass their record's sequence
-//     number. Appends and reads go on during an fsync.
+// Reads see durable writes only. The in-memory state is the durable one:
+// the snapshot and the journal records that an fsync has covered. Every
+// read answers from it (Fetch, MinCommitted, Readers, Groups, Positions and
+// the counts in Stats), and compaction snapshots it. A record appended
+// waits in a queue of pending records and is applied to the state when an
+// fsync that covers it succeeds (one fsync covers every record appended
+// before it: group commit); Close makes everything durable for the next
+// Open. The queue holds at most about a journal's worth (CompactBytes) of
+// records, since a compaction starts with an fsync. This is what the
+// retention cleaner needs: it deletes segments below MinCommitted, so
+// MinCommitted must never run ahead of what a power cut keeps, or the
+// records between the surviving commit and the deleted segments would be
+// lost. A write whose write or fsync fails never reaches the state.
+//
+//   - SyncAlways (default): Commit returns after an fsync covering its record,
+//     so a committer reads its own commit when Commit returns. Concurrent
+//     commits share fsyncs (group commit): a committer that finds no fsync
+//     in progress becomes the leader, writes the buffer and fsyncs on behalf
+//     of every record appended so far, applies them to the state, and only
+//     then wakes the others, which wait on a condition variable for "synced
+//     up to" to pass their record's sequence number. Appends and reads go on
+//     during an fsync.
 //   - SyncInterval: a background goroutine, owned by the Store and stopped by
 //     Close, writes and fsyncs every SyncInterval. A process crash may lose
 //     the commits of the last interval (still in the user-space buffer); a
-//     machine crash likewise.
+//     machine crash likewise. Reads lag commits by up to an interval.
 //   - SyncNever: the journal is written when the buffer fills and fsynced
 //     only on Sync, Close and compaction. A process crash may lose buffered
 //     commits, and a machine crash may also lose what the OS had not written.
+//     Reads see a commit after the next Sync or compaction.
 //
-// DeleteGroup, Subscribe and Unsubscribe are durable like a commit.
+// DeleteGroup, Subscribe and Unsubscribe are durable like a commit, and
+// visible like one: a group's interest (and its hold on retention) starts
+// and ends when the record is durable. (Whether one would change nothing is
+// judged on the state only when no record is pending; otherwise it is
+// appended anyway.) A pending write that would lower
+// MinCommitted (a commit that moves a group back, a new reader) does not
+// lower it until it is durable: the cleaner may delete meanwhile what it
+// would have kept, exactly as if it had run just before the write.
 //
-// A failed write or fsync makes the store fail-stop: the state of the file
-// (and of the page cache) is then unknown, so every later write returns that
-// error; reopen to recover. Reads keep answering from memory.
+// A failed write or fsync (a failed directory fsync after a snapshot's
+// rename included) makes the store fail-stop: the state of the file (and
+// of the page cache) is then unknown, so every later write returns that
+// error; reopen to recover. Reads keep answering from the durable state.
 //
 // # Performance
 //
-// A commit allocates nothing in steady state (a reused encode buffer; map
-// keys and metadata strings are allocated only when new). Replay decodes in
-// place and allocates only map entries and new strings: Open of 100,000
-// positions takes about 11 ms from a snapshot and 40 ms from a journal of
-// 100,000 commit records (BenchmarkOpen100k).
+// A commit allocates nothing in steady state (reused encode and pending
+// buffers; map keys and metadata strings are allocated only when new, when
+// the record reaches the state). Replay decodes in place and allocates only
+// map entries and new strings: Open of 100,000 positions takes about 11 ms
+// from a snapshot and 40 ms from a journal of 100,000 commit records
+// (BenchmarkOpen100k).
 package offsets

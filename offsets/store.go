@@ -120,8 +120,8 @@ type Position struct {
 
 // Stats describe a Store.
 type Stats struct {
-	Groups       int    // groups with interest in at least one topic
-	Positions    int    // committed (group, topic, partition) entries
+	Groups       int    // durable groups with interest in at least one topic
+	Positions    int    // durable committed (group, topic, partition) entries
 	Generation   uint64 // of the active journal
 	JournalBytes int64  // size of the active journal, buffered bytes included
 	Records      uint64 // journal records appended since Open
@@ -142,10 +142,18 @@ type Store struct {
 	lock vfs.File
 
 	// mu guards the state, the append buffer and the fields below it.
-	mu         sync.RWMutex
-	closed     bool
-	failed     error // sticky: a journal write or fsync failed
+	mu     sync.RWMutex
+	closed bool
+	failed error // sticky: a journal write or fsync failed
+	// st is the durable state: the snapshot and the records that an fsync
+	// has covered. Every read answers from it, so that retention never
+	// acts on a commit that a crash can lose, and compaction snapshots it.
+	// pending holds the records appended after those, framed as in the
+	// journal, in order; an fsync that covers them applies them to st.
+	// durSeq + the number of records in pending = writeSeq.
 	st         *state
+	pending    []byte
+	durSeq     uint64 // records applied to st
 	buf        []byte // records appended and not yet written to the journal
 	writeSeq   uint64 // records appended since Open
 	size       int64  // of the active journal, buf included
@@ -440,8 +448,8 @@ func (s *Store) syncLoop() {
 }
 
 // Close stops the background goroutine (SyncInterval) and waits for it,
-// writes and fsyncs the journal, and releases the directory. Later calls
-// return ErrClosed.
+// writes and fsyncs the journal (making every write durable for the next
+// Open), and releases the directory. Later calls return ErrClosed.
 func (s *Store) Close() error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.wg.Wait()
@@ -465,6 +473,7 @@ func (s *Store) Close() error {
 	}
 	s.fileMu.Unlock()
 	if err == nil {
+		s.durableLocked(s.writeSeq)
 		s.markSynced(s.writeSeq)
 	} else if s.failed == nil {
 		s.failed = err
@@ -496,6 +505,24 @@ func (s *Store) flushLocked() error {
 	return nil
 }
 
+// durableLocked applies to the durable state the pending records up to
+// sequence number target, which an fsync has just made durable. It needs mu
+// held exclusively.
+func (s *Store) durableLocked(target uint64) {
+	off := 0
+	for s.durSeq < target && off < len(s.pending) {
+		end := off + recordHeaderSize + int(binary.LittleEndian.Uint32(s.pending[off+8:]))
+		decodeRecord(s.st, s.pending[off+recordHeaderSize:end]) // encoded by this package
+		off = end
+		s.durSeq++
+	}
+	n := copy(s.pending, s.pending[off:])
+	s.pending = s.pending[:n]
+	if n == 0 && int64(cap(s.pending)) > 2*s.opts.CompactBytes+flushBytes {
+		s.pending = nil // grown by a long run without fsync: let it go
+	}
+}
+
 func (s *Store) markSynced(seq uint64) {
 	s.syncMu.Lock()
 	if seq > s.syncedSeq {
@@ -513,12 +540,13 @@ func (s *Store) writableLocked() error {
 	return s.failed
 }
 
-// appendedLocked finishes the record that starts at start in buf, applies
-// it, and writes or compacts when due. It returns the record's sequence
-// number; a compaction failure is only recorded (the record is appended).
+// appendedLocked finishes the record that starts at start in buf, queues it
+// in pending (it reaches the state when an fsync covers it), and writes or
+// compacts when due. It returns the record's sequence number; a compaction
+// failure is only recorded (the record is appended).
 func (s *Store) appendedLocked(start int) (uint64, error) {
 	finishRecord(s.buf, start)
-	decodeRecord(s.st, s.buf[start+recordHeaderSize:]) // encoded from checked arguments
+	s.pending = append(s.pending, s.buf[start:]...)
 	s.size += int64(len(s.buf) - start)
 	s.writeSeq++
 	s.stats.Records++
@@ -606,17 +634,23 @@ func (s *Store) syncOnce() (uint64, error) {
 	}
 	s.spare = out[:0]
 	s.fileMu.Unlock()
+	// The reads see the records up to target before their committers
+	// wake (the caller marks them synced after this returns).
+	s.mu.Lock()
 	if err != nil {
-		s.mu.Lock()
 		if s.failed == nil {
 			s.failed = err
 		}
-		s.mu.Unlock()
+	} else {
+		s.durableLocked(target)
 	}
+	s.mu.Unlock()
 	return target, err
 }
 
-// Sync writes and fsyncs everything appended so far.
+// Sync writes and fsyncs everything appended so far. When it returns nil,
+// the reads (Fetch, MinCommitted, ...) see every write that returned
+// before it was called.
 func (s *Store) Sync() error {
 	s.mu.RLock()
 	err := s.writableLocked()
@@ -629,6 +663,8 @@ func (s *Store) Sync() error {
 }
 
 // Compact writes a snapshot of the whole state and starts a new journal now.
+// It starts as Sync does, making every write appended durable and visible
+// to the reads, so that the snapshot holds them all.
 func (s *Store) Compact() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -644,8 +680,21 @@ func (s *Store) Compact() error {
 func (s *Store) compactLocked() (err error) {
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
+	// Step 1: make every record appended durable in journal G, so that the
+	// state, which is what the snapshot holds, has them all.
 	if err := s.flushLocked(); err != nil {
 		return err
+	}
+	if s.durSeq < s.writeSeq {
+		if err := s.journal.Sync(); err != nil {
+			if s.failed == nil {
+				s.failed = fmt.Errorf("offsets: fsync journal: %w", err)
+			}
+			return s.failed
+		}
+		s.syncs.Add(1)
+		s.durableLocked(s.writeSeq)
+		s.markSynced(s.writeSeq)
 	}
 	next := s.gen + 1
 	npath := s.path(journalName(next))
@@ -698,7 +747,6 @@ func (s *Store) compactLocked() (err error) {
 	s.stats.Compactions++
 	_ = old.Close()
 	_ = s.fs.Remove(s.path(journalName(oldGen))) // if it stays, Open removes it
-	s.markSynced(s.writeSeq)                     // the snapshot holds everything
 	return nil
 }
 
@@ -760,6 +808,9 @@ func (s *Store) checkCommit(topic string, partition int32, offset int64, metadat
 // Commit records that group will next read offset of topic-partition, with
 // optional metadata, and registers the group's interest in the topic. It is
 // durable per Options.Sync (under SyncAlways, fsynced before it returns).
+// The reads see it once it is durable: when it returns under SyncAlways,
+// after the next fsync under SyncInterval, after Sync or a compaction under
+// SyncNever; never, when the fsync fails.
 func (s *Store) Commit(group, topic string, partition int32, offset int64, metadata string) error {
 	if err := s.checkName("group", group); err != nil {
 		return err
@@ -787,6 +838,7 @@ func (s *Store) Commit(group, topic string, partition int32, offset int64, metad
 // CommitBatch commits several positions of one group atomically: they are
 // one journal record, so after a crash either all or none are there. A
 // repeated partition takes its last value. An empty batch does nothing.
+// Durable and visible like Commit (all at once).
 func (s *Store) CommitBatch(group string, commits []Commit) error {
 	if err := s.checkName("group", group); err != nil {
 		return err
@@ -830,7 +882,10 @@ func (s *Store) CommitBatch(group string, commits []Commit) error {
 
 // writeGroupTopic appends a delete-group, subscribe or unsubscribe record,
 // or, when the state shows it would change nothing, only waits for what is
-// already appended to be durable.
+// already appended to be durable. The state can show that only when no
+// record is pending (one of them may undo what it shows); otherwise the
+// record is appended anyway, which is harmless: records set absolute
+// values.
 func (s *Store) writeGroupTopic(typ byte, group, topic string) error {
 	s.mu.Lock()
 	if err := s.writableLocked(); err != nil {
@@ -842,9 +897,9 @@ func (s *Store) writeGroupTopic(typ byte, group, topic string) error {
 	if g != nil {
 		t = g.topics[topic]
 	}
-	noop := (typ == recDeleteGroup && g == nil) ||
+	noop := len(s.pending) == 0 && ((typ == recDeleteGroup && g == nil) ||
 		(typ == recSubscribe && t != nil) ||
-		(typ == recUnsubscribe && t == nil)
+		(typ == recUnsubscribe && t == nil))
 	var seq uint64
 	var err error
 	if noop {
@@ -862,7 +917,8 @@ func (s *Store) writeGroupTopic(typ byte, group, topic string) error {
 }
 
 // DeleteGroup removes a group, its positions and its interests. It is
-// durable like a commit. Deleting an unknown group does nothing.
+// durable, and visible to the reads, like a commit: until then the group
+// still holds retention. Deleting an unknown group does nothing.
 func (s *Store) DeleteGroup(group string) error {
 	if err := s.checkName("group", group); err != nil {
 		return err
@@ -872,7 +928,8 @@ func (s *Store) DeleteGroup(group string) error {
 
 // Subscribe registers the group's interest in a topic before any commit:
 // from then on the group holds every partition of the topic for retention
-// (MinCommitted is 0 where it has not committed). Durable like a commit.
+// (MinCommitted is 0 where it has not committed) once the subscription is
+// durable. Durable and visible like a commit.
 func (s *Store) Subscribe(group, topic string) error {
 	if err := s.checkName("group", group); err != nil {
 		return err
@@ -884,7 +941,8 @@ func (s *Store) Subscribe(group, topic string) error {
 }
 
 // Unsubscribe removes the group's interest in the topic and its positions
-// there. Durable like a commit.
+// there. Durable and visible like a commit: until then the group still
+// holds retention on the topic.
 func (s *Store) Unsubscribe(group, topic string) error {
 	if err := s.checkName("group", group); err != nil {
 		return err
@@ -895,7 +953,9 @@ func (s *Store) Unsubscribe(group, topic string) error {
 	return s.writeGroupTopic(recUnsubscribe, group, topic)
 }
 
-// Fetch returns the group's position on the partition, or ErrNoCommit.
+// Fetch returns the group's durable position on the partition, or
+// ErrNoCommit: a commit shows once it is durable (see Commit), so what
+// Fetch returns survives a crash.
 func (s *Store) Fetch(group, topic string, partition int32) (Position, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -917,7 +977,8 @@ func (p position) public(topic string, partition int32) Position {
 		Metadata: p.metadata, Time: time.Unix(0, p.time)}
 }
 
-// Groups returns the groups, sorted. It is nil after Close.
+// Groups returns the groups of the durable state, sorted. It is nil after
+// Close.
 func (s *Store) Groups() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -932,7 +993,8 @@ func (s *Store) Groups() []string {
 	return out
 }
 
-// Positions returns the group's positions sorted by topic and partition.
+// Positions returns the group's durable positions sorted by topic and
+// partition.
 func (s *Store) Positions(group string) []Position {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -952,7 +1014,7 @@ func (s *Store) Positions(group string) []Position {
 	return out
 }
 
-// Readers returns the groups with interest in the topic, sorted.
+// Readers returns the groups with durable interest in the topic, sorted.
 func (s *Store) Readers(topic string) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -972,6 +1034,14 @@ func (s *Store) Readers(topic string) []string {
 // offset on the partition over the groups that read the topic. ok is false
 // when no group reads the topic (or the store is closed). A reader that has
 // not committed on this partition holds all of it: the answer is then 0.
+//
+// It answers from durable writes only: a commit (or an Unsubscribe or
+// DeleteGroup that would raise the minimum) counts once an fsync covering
+// it has succeeded (Sync, the group commit of SyncAlways, the interval of
+// SyncInterval, a compaction, Close), never when that fsync failed. So
+// after a power cut, the commits that survive are never below what
+// MinCommitted said, and no segment the cleaner deleted on its word was
+// still needed.
 func (s *Store) MinCommitted(topic string, partition int32) (offset int64, ok bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -992,7 +1062,8 @@ func (s *Store) MinCommitted(topic string, partition int32) (offset int64, ok bo
 	return offset, true
 }
 
-// Stats returns counters and sizes.
+// Stats returns counters and sizes; Groups and Positions count the
+// durable state, like the reads.
 func (s *Store) Stats() Stats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -141,7 +141,8 @@ func TestValidation(t *testing.T) {
 }
 
 func TestMinCommittedAndReaders(t *testing.T) {
-	s := openT(t, t.TempDir(), Options{Sync: SyncNever})
+	// SyncAlways: each write is durable, hence visible, when it returns.
+	s := openT(t, t.TempDir(), Options{})
 	defer s.Close()
 	type want struct {
 		offset int64
@@ -250,6 +251,7 @@ func TestReplay(t *testing.T) {
 				require.NoError(t, s.Compact())
 			}
 			workload(t, s, rng, 300, model)
+			require.NoError(t, s.Sync()) // reads see durable writes only
 			assert.Equal(t, model, snapshotOf(s))
 			topics := []string{"t0", "t1", "t2"}
 			readers := readersOf(s, topics...)

@@ -195,10 +195,10 @@
 // visible like one: a group's interest (and its hold on retention) starts
 // and ends when the record is durable. (Whether one would change nothing is
 // judged on the state only when no record is pending; otherwise it is
-// appended anyway.) A pending write that would lower
-// MinCommitted (a commit that moves a group back, a new reader) does not
-// lower it until it is durable: the cleaner may delete meanwhile what it
-// would have kept, exactly as if it had run just before the write.
+// appended anyway.) A pending write that would lower MinCommitted (a
+// commit that moves a group back, a new reader) does not lower it until it
+// is durable: the cleaner may delete meanwhile what it would have kept,
+// exactly as if it had run just before the write.
 //
 // A failed write or fsync (a failed directory fsync after a snapshot's
 // rename included) makes the store fail-stop: the state of the file (and

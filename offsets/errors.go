@@ -11,7 +11,9 @@ var (
 	// ErrNoCommit is returned by Fetch when the group has no commit on the
 	// partition (distinct from a commit of offset 0).
 	ErrNoCommit = errors.New("offsets: no committed offset")
-	// ErrInvalid is wrapped by errors about bad arguments or options.
+	// ErrInvalid is wrapped by errors about bad arguments or options, and
+	// by Open's refusal of a symbolic link (or a non-regular file) where
+	// the store expects its directory or one of its files.
 	ErrInvalid = errors.New("offsets: invalid argument")
 	// ErrCorrupt is wrapped by *CorruptError.
 	ErrCorrupt = errors.New("offsets: corrupt data")

@@ -46,9 +46,11 @@ ms since the epoch; key and value are JSON strings when they are valid
 UTF-8, else base64 with "key_encoding"/"value_encoding": "base64"; null is
 null; headers is a list of {"key","value"}.
 
---follow waits for new records (appended through this process's store)
-until Ctrl-C or SIGTERM, then commits and exits 0. The data directory is
-locked while consume runs: one seglog process owns it at a time.`
+--follow waits for new records until Ctrl-C or SIGTERM, then exits 0. It
+reads the logs read-only, without taking the data directory's lock, so it
+follows what another process (a running seglog produce, a broker)
+appends, also to partitions that held no record when it started. If
+following fails (the topic is deleted meanwhile), it says so and exits 1.`
 
 const consumeExample = `
 seglog consume --dir /var/lib/seglog --topic events --format json --max 10
@@ -287,8 +289,15 @@ func (cs *consumer) run(ctx context.Context, follow bool) int {
 		if !follow {
 			return cs.finish(ctx)
 		}
-		if err := waitAny(ctx, cs.parts); err != nil {
-			return cs.finish(ctx)
+		if pr, err := waitAny(ctx, cs.parts); err != nil {
+			if ctx.Err() != nil {
+				return cs.finish(ctx)
+			}
+			// Following failed (the partition was deleted, a file is
+			// unreadable): say so, after committing what was printed.
+			code := cs.finish(ctx)
+			cs.c.fail("%s: waiting for records: %v", storage.PartitionDir(cs.topic, pr.p), err)
+			return max(code, exitFailure)
 		}
 	}
 }
@@ -386,21 +395,26 @@ func (cs *consumer) print(p int32, r *storage.Record) error {
 }
 
 // waitAny waits until any partition has a record at its position, or ctx
-// is done.
-func waitAny(ctx context.Context, parts []*partReader) error {
+// is done (ctx.Err()), or a wait fails: it returns the partition that
+// failed and the error.
+func waitAny(ctx context.Context, parts []*partReader) (*partReader, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan error, len(parts))
-	for _, pr := range parts {
-		go func() { done <- pr.l.Wait(wctx, pr.pos) }()
+	type result struct {
+		pr  *partReader
+		err error
 	}
-	err := <-done
+	done := make(chan result, len(parts))
+	for _, pr := range parts {
+		go func() { done <- result{pr, pr.l.Wait(wctx, pr.pos)} }()
+	}
+	first := <-done
 	cancel()
 	for range len(parts) - 1 {
 		<-done
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	return err
+	return first.pr, first.err
 }

@@ -176,12 +176,14 @@ func TestGarbageHeaderIsCorrupt(t *testing.T) {
 func TestSymlinksRefused(t *testing.T) {
 	cases := []struct {
 		name string
-		link string // relative to <tmp>: becomes a link to <tmp>/target/x
+		link string // relative to <tmp>: becomes a link to <tmp>/target(/x)
+		open string // the path given to Open, relative to <tmp>
 	}{
-		{"the directory", "offsets"},
-		{"the journal", filepath.Join("offsets", journalName(2))},
-		{"the snapshot", filepath.Join("offsets", snapshotName)},
-		{"the lock file", filepath.Join("offsets", lockName)},
+		{"the directory", "offsets", "offsets"},
+		{"the directory, named with a trailing slash", "offsets", "offsets/"},
+		{"the journal", filepath.Join("offsets", journalName(2)), "offsets"},
+		{"the snapshot", filepath.Join("offsets", snapshotName), "offsets"},
+		{"the lock file", filepath.Join("offsets", lockName), "offsets"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -206,7 +208,7 @@ func TestSymlinksRefused(t *testing.T) {
 			}
 			before := dirListing(t, target)
 
-			_, err := Open(dir, Options{})
+			_, err := Open(root+"/"+c.open, Options{})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrInvalid)
 			assert.Contains(t, err.Error(), "symbolic link")

@@ -182,13 +182,17 @@ type Store struct {
 	wg       sync.WaitGroup
 }
 
-// Open opens the store in dir, creating the directory if needed, and
-// replays its snapshot and journals.
+// Open opens the store in dir, creating the directory if needed (durably:
+// the parents of the directories it creates are fsynced), and replays its
+// snapshot and journals, fsyncing what it replays before serving it. It
+// refuses a dir, journal, snapshot or LOCK that is a symbolic link (an
+// error wrapping ErrInvalid). See the package doc, Files.
 func Open(dir string, opts Options) (_ *Store, err error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
 	fs := opts.FS
+	dir = filepath.Clean(dir) // "link/" would follow the link
 	// A symbolic link is never followed: the store writes only inside the
 	// directory it was given. MkdirAllDurable fsyncs the parent of every
 	// directory it creates, so an acknowledged commit cannot lose its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,7 +62,7 @@ type follower struct {
 	t      *testing.T
 	cancel context.CancelFunc
 	lines  chan string
-	stderr *strings.Builder
+	stderr *lockedBuffer
 	done   chan int
 	out    *io.PipeReader
 }
@@ -70,7 +71,7 @@ func startFollower(t *testing.T, args ...string) *follower {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	pr, pw := io.Pipe()
-	f := &follower{t: t, cancel: cancel, lines: make(chan string), stderr: &strings.Builder{}, done: make(chan int, 1), out: pr}
+	f := &follower{t: t, cancel: cancel, lines: make(chan string), stderr: &lockedBuffer{}, done: make(chan int, 1), out: pr}
 	go func() {
 		code := runEnv(&env{ctx: ctx, stdin: strings.NewReader(""), stdout: pw, stderr: f.stderr, fs: vfs.Default},
 			append([]string{"consume", "--follow"}, args...))
@@ -85,6 +86,25 @@ func startFollower(t *testing.T, args ...string) *follower {
 		}
 	}()
 	return f
+}
+
+// lockedBuffer is a strings.Builder that a command writes while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // next returns the next line the follower prints (the wait is a safety

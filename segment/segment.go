@@ -151,6 +151,9 @@ type Segment struct {
 	deleted  bool
 	removed  bool // every file of a deleted segment is gone
 	tail     bool // read-only view of a segment another process appends to
+	// indexSyncPending: the indexes were sealed (trimmed) but their fsync
+	// has not succeeded yet; Seal and closing the files retry it.
+	indexSyncPending bool
 
 	used atomic.Bool // set on use; cleared by the Budget's clock sweep
 
@@ -163,6 +166,7 @@ type Segment struct {
 	next     atomic.Int64 // offset after the last record
 	maxTS    atomic.Int64 // largest record timestamp; math.MinInt64 when none
 	maxTSOff atomic.Int64 // offset of the batch holding maxTS
+	firstTS  atomic.Int64 // max timestamp of the first batch; math.MinInt64 when unknown or empty
 
 	// Writer state, touched only by the writer.
 	sinceIndex int // bytes appended since the last index entry
@@ -188,6 +192,7 @@ func newSegment(dir string, base int64, opts Options) *Segment {
 	s.next.Store(base)
 	s.maxTS.Store(math.MinInt64)
 	s.maxTSOff.Store(-1)
+	s.firstTS.Store(math.MinInt64)
 	return s
 }
 
@@ -233,12 +238,19 @@ func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
 	if err := s.oidx.SanityCheck(fi.Size()); err != nil {
 		return s, &CorruptError{File: s.path(IndexSuffix), Pos: 0, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 	}
+	// The tail, from the last index entry on, is verified batch by batch
+	// (checksums included): a clean marker says the files were closed, not
+	// that the disk kept every byte of the last writes.
 	start := s.oidx.Lookup(math.MaxInt64)
 	pos, next := start.Position, start.Offset
+	var buf []byte
 	for pos < fi.Size() {
 		h, err := s.readHeader(pos, fi.Size())
 		if err == nil && h.BaseOffset != next {
 			err = &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: batch base offset %d, expected %d", ErrCorrupt, h.BaseOffset, next)}
+		}
+		if err == nil {
+			buf, err = s.verifyAtLocked(buf, pos, h)
 		}
 		if err != nil {
 			return s, err
@@ -257,7 +269,48 @@ func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
 		s.maxTS.Store(last.Timestamp)
 		s.maxTSOff.Store(last.Offset)
 	}
+	if err := s.loadFirstTimestampLocked(); err != nil {
+		return s, err
+	}
 	return s, nil
+}
+
+// verifyAtLocked reads the batch with header h at pos into buf (grown as
+// needed) and verifies it whole, checksum included.
+func (s *Segment) verifyAtLocked(buf []byte, pos int64, h Header) ([]byte, error) {
+	if cap(buf) < h.Size() {
+		buf = make([]byte, h.Size())
+	}
+	buf = buf[:h.Size()]
+	if err := s.pread(buf, pos); err != nil {
+		return buf, fmt.Errorf("segment: read %s at %d: %w", s.LogPath(), pos, err)
+	}
+	if _, err := Verify(buf, s.opts.Limits); err != nil {
+		return buf, &CorruptError{File: s.LogPath(), Pos: pos, Err: err}
+	}
+	return buf, nil
+}
+
+// loadFirstTimestampLocked reads the first batch's header for the
+// segment's age (FirstTimestamp).
+func (s *Segment) loadFirstTimestampLocked() error {
+	s.firstTS.Store(math.MinInt64)
+	if size := s.size.Load(); size > 0 {
+		h, err := s.readHeader(0, size)
+		if err != nil {
+			return err
+		}
+		s.firstTS.Store(h.MaxTimestamp)
+	}
+	return nil
+}
+
+// FirstTimestamp returns the max timestamp of the segment's first batch,
+// which is what its age counts from (as Kafka's segment.ms does); ok is
+// false for an empty segment. It is known for an active segment.
+func (s *Segment) FirstTimestamp() (ts int64, ok bool) {
+	ts = s.firstTS.Load()
+	return ts, ts != math.MinInt64
 }
 
 // OpenTail opens, read-only, the active segment of a log that another
@@ -404,17 +457,10 @@ func (s *Segment) openFiles() error {
 	if err != nil {
 		return fmt.Errorf("segment: open: %w", err)
 	}
-	iopts := index.Options{FS: s.opts.FS, MaxBytes: s.opts.MaxIndexBytes, Writable: s.writable, Live: s.tail, Perm: s.opts.FileMode}
-	oidx, err := index.OpenOffset(s.path(IndexSuffix), s.base, iopts)
+	oidx, tidx, missing, err := s.openIndexes()
 	if err != nil {
 		_ = f.Close()
-		return fmt.Errorf("segment: %w", err)
-	}
-	tidx, err := index.OpenTime(s.path(TimeIndexSuffix), s.base, iopts)
-	if err != nil {
-		_ = f.Close()
-		_ = oidx.Close()
-		return fmt.Errorf("segment: %w", err)
+		return err
 	}
 	if s.size.Load() < 0 {
 		fi, err := f.Stat()
@@ -429,8 +475,10 @@ func (s *Segment) openFiles() error {
 	if !s.writable && !s.tail {
 		// A sealed segment's indexes are derived data written before it
 		// was sealed; check them once as they are mapped, and rebuild
-		// them from the log if they are not sane (never when read-only).
-		if !s.opts.ReadOnly && (s.oidx.SanityCheck(s.size.Load()) != nil || s.tidx.SanityCheck(s.base, s.next.Load()) != nil) {
+		// them from the log if they are missing or not sane (never when
+		// read-only: a missing index then reads as empty, and lookups
+		// scan from the start).
+		if !s.opts.ReadOnly && (missing || s.oidx.SanityCheck(s.size.Load()) != nil || s.tidx.SanityCheck(s.base, s.next.Load()) != nil) {
 			if err := s.rebuildSealedIndexesLocked(); err != nil {
 				return err
 			}
@@ -443,18 +491,41 @@ func (s *Segment) openFiles() error {
 	return nil
 }
 
+// openIndexes opens both index files. A sealed segment's index file that
+// is gone (deleted by hand, or never made durable before a crash) opens as
+// an empty index, and missing says so: the caller rebuilds it.
+func (s *Segment) openIndexes() (oidx *index.OffsetIndex, tidx *index.TimeIndex, missing bool, err error) {
+	iopts := index.Options{FS: s.opts.FS, MaxBytes: s.opts.MaxIndexBytes, Writable: s.writable, Live: s.tail, Perm: s.opts.FileMode}
+	for {
+		if oidx, err = index.OpenOffset(s.path(IndexSuffix), s.base, iopts); err == nil {
+			if tidx, err = index.OpenTime(s.path(TimeIndexSuffix), s.base, iopts); err == nil {
+				return oidx, tidx, missing, nil
+			}
+			_ = oidx.Close()
+		}
+		if missing || s.writable || s.tail || !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, false, fmt.Errorf("segment: %w", err)
+		}
+		// Live opening reads a missing file as empty.
+		missing, iopts.Live = true, true
+	}
+}
+
 // closeFilesLocked closes the files; the caller holds s.mu for writing and
 // unregisters s from the budget when it is not the budget evicting s.
 func (s *Segment) closeFilesLocked() error {
 	if s.log == nil {
 		return nil
 	}
+	// A sealed index whose fsync failed is not closed without trying it
+	// again (a read-only reopen could not).
+	syncErr := s.syncSealedIndexesLocked()
 	var unmapErr error
 	if s.data != nil {
 		unmapErr = s.data.Unmap()
 		s.data = nil
 	}
-	err := errors.Join(unmapErr, s.oidx.Close(), s.tidx.Close(), s.log.Close())
+	err := errors.Join(syncErr, unmapErr, s.oidx.Close(), s.tidx.Close(), s.log.Close())
 	s.log, s.oidx, s.tidx = nil, nil, nil
 	return err
 }
@@ -622,6 +693,9 @@ func (s *Segment) Append(batch []byte, h Header) (pos int64, err error) {
 			}
 		}
 	}
+	if pos == 0 {
+		s.firstTS.Store(h.MaxTimestamp)
+	}
 	s.sinceIndex += len(batch)
 	s.size.Store(pos + int64(len(batch)))
 	s.next.Store(h.NextOffset())
@@ -643,7 +717,9 @@ func (s *Segment) Sync() error {
 }
 
 // Seal makes an active segment read-only: a final time-index entry for its
-// largest timestamp, then both indexes trimmed to their used length.
+// largest timestamp, then both indexes trimmed to their used length and
+// fsynced. When the fsync fails, the next Seal (or closing the files)
+// tries it again: Seal returns nil only once the indexes are durable.
 func (s *Segment) Seal() error {
 	if err := s.acquire(); err != nil {
 		return err
@@ -651,7 +727,7 @@ func (s *Segment) Seal() error {
 	s.mu.RUnlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.writable {
+	if !s.writable && !s.indexSyncPending {
 		return nil
 	}
 	if s.log == nil {
@@ -659,18 +735,31 @@ func (s *Segment) Seal() error {
 			return err
 		}
 	}
-	if err := s.appendFinalTimeEntryLocked(); err != nil {
-		return err
+	if s.writable {
+		if err := s.appendFinalTimeEntryLocked(); err != nil {
+			return err
+		}
+		if err := errors.Join(s.oidx.Seal(), s.tidx.Seal()); err != nil {
+			return fmt.Errorf("segment: seal: %w", err)
+		}
+		s.writable = false
+		s.indexSyncPending = true
 	}
-	if err := errors.Join(s.oidx.Seal(), s.tidx.Seal()); err != nil {
-		return fmt.Errorf("segment: seal: %w", err)
+	return s.syncSealedIndexesLocked()
+}
+
+// syncSealedIndexesLocked fsyncs the indexes of a segment that Seal trimmed
+// and has not yet made durable. The recovery point moves past a sealed
+// segment, so a crash never rescans it: its indexes must be durable
+// (entries and trimmed size). The caller holds s.mu for writing.
+func (s *Segment) syncSealedIndexesLocked() error {
+	if !s.indexSyncPending || s.log == nil {
+		return nil
 	}
-	s.writable = false
-	// The recovery point moves past a sealed segment, so a crash never
-	// rescans it: its indexes must be durable (entries and trimmed size).
 	if err := errors.Join(s.oidx.Sync(), s.tidx.Sync()); err != nil {
 		return fmt.Errorf("segment: seal: %w", err)
 	}
+	s.indexSyncPending = false
 	return nil
 }
 
@@ -827,6 +916,20 @@ func (s *Segment) Region(fn func(f vfs.File, size int64) error) error {
 	return fn(s.log, s.size.Load())
 }
 
+// TruncatedEnd returns what NextOffset becomes after TruncateTo(offset):
+// the base offset of the batch that holds offset, or NextOffset when
+// offset is at or past it. It changes nothing.
+func (s *Segment) TruncatedEnd(offset int64) (int64, error) {
+	if next := s.NextOffset(); offset >= next {
+		return next, nil
+	}
+	_, h, err := s.Find(max(offset, s.base))
+	if err != nil {
+		return 0, err
+	}
+	return h.BaseOffset, nil
+}
+
 // TruncateTo removes every batch with a record at or after offset, with
 // their index entries. When offset falls inside a batch the whole batch
 // goes: the new NextOffset is its base offset. It returns the new
@@ -876,6 +979,9 @@ func (s *Segment) cutLocked(pos, newNext int64) error {
 	}
 	s.size.Store(pos)
 	s.next.Store(newNext)
+	if pos == 0 {
+		s.firstTS.Store(math.MinInt64)
+	}
 	return s.rescanWriterStateLocked()
 }
 
@@ -938,9 +1044,17 @@ func (s *Segment) rebuildSealedIndexesLocked() error {
 		return fail(err)
 	}
 	if err := errors.Join(s.oidx.Seal(), s.tidx.Seal()); err != nil {
-		return fmt.Errorf("segment: seal: %w", err)
+		return fail(fmt.Errorf("segment: seal: %w", err))
 	}
 	s.writable = false
+	// Durable, files and directory entries, so that a crash does not
+	// take the rebuilt indexes away again (the .log is not touched).
+	if err := errors.Join(s.oidx.Sync(), s.tidx.Sync()); err != nil {
+		return fail(fmt.Errorf("segment: rebuild index: %w", err))
+	}
+	if err := s.opts.FS.SyncDir(s.dir); err != nil {
+		return fail(fmt.Errorf("segment: rebuild index: %w", err))
+	}
 	return nil
 }
 
@@ -977,6 +1091,7 @@ func (s *Segment) scanLocked(cut bool) (int64, error) {
 	}
 	s.maxTS.Store(math.MinInt64)
 	s.maxTSOff.Store(-1)
+	s.firstTS.Store(math.MinInt64)
 	s.sinceIndex = 0
 	s.size.Store(0)
 	s.next.Store(s.base)
@@ -1044,6 +1159,9 @@ func (s *Segment) scanLocked(cut bool) (int64, error) {
 			}
 			s.sinceIndex = 0
 		}
+		if pos == 0 {
+			s.firstTS.Store(h.MaxTimestamp)
+		}
 		s.noteBatch(h)
 		s.sinceIndex += h.Size()
 		pos += int64(h.Size())
@@ -1063,7 +1181,9 @@ func (s *Segment) scanLocked(cut bool) (int64, error) {
 	return cutBytes, nil
 }
 
-// Close closes the files (trimming a writable index). The segment cannot
+// Close closes the files. An active segment's indexes are trimmed to
+// their used length and fsynced, so that an open after a clean close can
+// trust them (the .log is the caller's to fsync first). The segment cannot
 // be used afterwards.
 func (s *Segment) Close() error {
 	s.mu.Lock()
@@ -1076,7 +1196,32 @@ func (s *Segment) Close() error {
 	if s.opts.Budget != nil {
 		s.opts.Budget.release(s)
 	}
+	if err == nil && s.writable && !s.deleted {
+		// Trimmed by closing (now or by an earlier eviction of the
+		// files): make the indexes' entries and sizes durable.
+		err = errors.Join(s.syncFile(s.path(IndexSuffix)), s.syncFile(s.path(TimeIndexSuffix)))
+	}
 	return err
+}
+
+// syncFile fsyncs a closed file by path; a file that does not exist has
+// nothing to make durable.
+func (s *Segment) syncFile(path string) error {
+	f, err := s.opts.FS.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("segment: %w", err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("segment: fsync %s: %w", path, err)
+	}
+	return nil
 }
 
 // Delete waits for readers to finish, closes the files and removes them.

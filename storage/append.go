@@ -146,6 +146,9 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 		active = l.active()
 	}
 	base := l.end.Load()
+	if base > MaxOffset+1-int64(h.RecordCount) {
+		return AppendResult{}, fmt.Errorf("%w: %d records at offset %d would pass the largest offset %d", ErrOffsetOverflow, h.RecordCount, base, MaxOffset)
+	}
 	if l.stampEpoch >= 0 && h.LeaderEpoch != l.stampEpoch {
 		segment.SetLeaderEpoch(batch, l.stampEpoch)
 		h.LeaderEpoch = l.stampEpoch
@@ -166,9 +169,6 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 	}
 	if err != nil {
 		return AppendResult{}, l.writeError(err)
-	}
-	if l.activeSince.IsZero() {
-		l.activeSince = l.opts.Now()
 	}
 	if h.HasProducer() {
 		l.producers.update(h, l.opts.Now().UnixMilli())
@@ -194,7 +194,13 @@ func (l *Log) shouldRollLocked(active *segment.Segment, n int) bool {
 	if size+int64(n) > l.opts.SegmentBytes {
 		return true
 	}
-	return l.opts.SegmentAge > 0 && !l.activeSince.IsZero() && l.opts.Now().Sub(l.activeSince) >= l.opts.SegmentAge
+	if l.opts.SegmentAge <= 0 {
+		return false
+	}
+	// The age counts from the first batch's timestamp, which is on disk:
+	// it survives reopening and truncation (as Kafka's segment.ms).
+	first, ok := active.FirstTimestamp()
+	return ok && l.opts.Now().UnixMilli()-first >= l.opts.SegmentAge.Milliseconds()
 }
 
 // rollLocked fsyncs and seals the active segment and starts a new one at
@@ -206,7 +212,9 @@ func (l *Log) rollLocked() error {
 		return l.fail(err)
 	}
 	if err := old.Seal(); err != nil {
-		return l.writeError(err)
+		// The indexes may not be durable: nothing may be acknowledged
+		// past this segment until a reopen recovers it.
+		return l.fail(err)
 	}
 	// Best effort: a missing snapshot only means a longer rebuild.
 	_ = l.writeProducerSnapshotLocked()
@@ -222,7 +230,6 @@ func (l *Log) rollLocked() error {
 	}
 	segs := append(l.segments(), seg)
 	l.publish(segs)
-	l.activeSince = time.Time{}
 	l.raiseFlushed(end)
 	return l.checkpoint()
 }
@@ -414,93 +421,6 @@ func (l *Log) flushIfDirty() {
 			_ = l.checkpoint()
 		}
 	}
-}
-
-// Truncate removes every record at and after offset, indexes included (a
-// replica following a new leader). When offset falls inside a batch the
-// whole batch goes, and EndOffset becomes that batch's base offset (as in
-// Kafka). The result is fsynced and checkpointed before Truncate returns.
-// A reader in the middle of a removed region finishes its read or gets
-// ErrOffsetOutOfRange. Truncating at or past EndOffset does nothing.
-func (l *Log) Truncate(offset int64) error {
-	l.writeMu.Lock()
-	defer l.writeMu.Unlock()
-	if err := l.checkWritableLocked(); err != nil {
-		return err
-	}
-	if offset >= l.end.Load() {
-		return nil
-	}
-	if offset < l.start.Load() {
-		return fmt.Errorf("%w: truncate to %d below the start offset %d", ErrOffsetOutOfRange, offset, l.start.Load())
-	}
-	// Keep group commits out while the end moves backwards.
-	l.syncMu.Lock()
-	for l.syncing {
-		l.syncCond.Wait()
-	}
-	l.syncing = true
-	l.syncMu.Unlock()
-	defer func() {
-		l.syncMu.Lock()
-		l.syncing = false
-		l.syncCond.Broadcast()
-		l.syncMu.Unlock()
-	}()
-
-	l.truncGen.Add(1)
-	segs := l.segments()
-	i := segmentIndex(segs, offset)
-	seg := segs[i]
-	newEnd, err := seg.TruncateTo(offset)
-	if err != nil {
-		// The file may be cut already: never claim more than it holds,
-		// and refuse writes until a reopen recovers.
-		l.end.Store(min(l.end.Load(), seg.NextOffset()))
-		return l.failOp("truncate", err)
-	}
-	l.end.Store(newEnd)
-	l.publish(segs[:i+1])
-	var errs []error
-	for _, s := range segs[i+1:] {
-		errs = append(errs, s.Delete())
-	}
-	if err := errors.Join(errs...); err != nil {
-		// Segments past the end that are still on disk must not come
-		// back as part of the log: refuse writes (and so a clean
-		// shutdown marker) until a reopen's recovery removes them.
-		return l.failOp("truncate", err)
-	}
-	if err := seg.Sync(); err != nil {
-		return l.fail(err)
-	}
-	if err := l.opts.FS.SyncDir(l.dir); err != nil {
-		return l.fail(err)
-	}
-	if newEnd < l.start.Load() {
-		l.start.Store(newEnd)
-	}
-	if l.flushed.Load() > newEnd {
-		l.flushed.Store(newEnd)
-	}
-	l.sinceSync = 0
-	l.activeSince = time.Time{}
-	l.epochMu.Lock()
-	epochsChanged := l.epochs.truncateFrom(newEnd)
-	l.epochMu.Unlock()
-	if epochsChanged {
-		if err := l.writeEpochCacheLocked(); err != nil {
-			return err
-		}
-	}
-	if err := l.rebuildProducersLocked(); err != nil {
-		return err
-	}
-	l.clampHighWatermark()
-	if err := l.checkpointHighWatermark(); err != nil {
-		return err
-	}
-	return l.checkpoint()
 }
 
 // segmentIndex returns the index of the last segment whose base is at or

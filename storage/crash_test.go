@@ -129,7 +129,11 @@ func killChildAfter(t *testing.T, env string, d time.Duration, onAck func([]stri
 		}
 		close(lines)
 	}()
-	deadline := time.After(d)
+	// The kill comes d after the first acknowledgement, so that a slow
+	// start (a loaded machine, the race detector) still leaves the child
+	// time to append; a child that never acknowledges is killed too.
+	var deadline <-chan time.Time
+	stuck := time.After(30 * time.Second)
 	for {
 		select {
 		case line, ok := <-lines:
@@ -139,10 +143,16 @@ func killChildAfter(t *testing.T, env string, d time.Duration, onAck func([]stri
 			}
 			f := strings.Fields(line)
 			require.Equal(t, "ACK", f[0], "child said: %s", line)
+			if deadline == nil && stuck != nil {
+				deadline = time.After(d)
+			}
 			onAck(f)
+		case <-stuck:
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			stuck, deadline = nil, nil
 		case <-deadline:
 			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			deadline = nil
+			stuck, deadline = nil, nil
 		}
 	}
 }

@@ -48,4 +48,7 @@ var (
 	// ErrInvalidBatch reports a batch a caller asked to append that is
 	// not valid (wraps the segment error that says why).
 	ErrInvalidBatch = errors.New("storage: invalid batch")
+	// ErrOffsetOverflow is returned by an append whose records would take
+	// offsets past MaxOffset: the log is full for good.
+	ErrOffsetOverflow = errors.New("storage: offsets exhausted")
 )

@@ -39,7 +39,12 @@ func (l *Log) SetHighWatermark(hw int64) error {
 	return nil
 }
 
+// checkpointHighWatermark writes the high watermark if it moved. Sync,
+// Truncate and Close call it, possibly at once: ckptMu keeps their writes
+// (and the record of what was written) in order.
 func (l *Log) checkpointHighWatermark() error {
+	l.ckptMu.Lock()
+	defer l.ckptMu.Unlock()
 	v := l.hw.Load()
 	if v == l.hwCheckpointed.Load() {
 		return nil

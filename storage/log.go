@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
@@ -28,13 +27,12 @@ type Log struct {
 	writeMu sync.Mutex
 	// Guarded by writeMu:
 	sinceSync            int                // records appended since the last fsync (SyncEveryN)
-	activeSince          time.Time          // when the active segment got its first batch
 	pendingDelete        []*segment.Segment // segments removed from the list whose files remain
 	markerRemovalPending bool               // the clean-shutdown marker's removal is not yet fsynced
 	dirSyncPending       bool               // a new segment's directory entry is not yet fsynced
 	parentSyncPending    bool               // a new log directory's entry in its parent is not yet fsynced
 
-	// ckptMu serializes writes of recovery-point.
+	// ckptMu serializes writes of recovery-point and high-watermark.
 	ckptMu       sync.Mutex
 	checkpointed int64 // the offset last written to recovery-point; guarded by ckptMu
 
@@ -76,7 +74,10 @@ type Log struct {
 	stampEpoch int32 // the epoch SetLeaderEpoch stamps on appends; -1: none
 	// epochsDirty: the cache in memory moved its start past the file's.
 	epochsDirty bool
-	hw          atomic.Int64
+	// truncationPending is the end of a truncation that a crash
+	// interrupted, found at open; -1: none. Guarded by writeMu.
+	truncationPending int64
+	hw                atomic.Int64
 	// hwCheckpointed is the high watermark last written to its file.
 	hwCheckpointed atomic.Int64
 
@@ -102,7 +103,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: opts, stop: make(chan struct{}), stampEpoch: -1, producers: newProducerState(), epochs: &epochCache{}}
+	l := &Log{dir: dir, opts: opts, stop: make(chan struct{}), stampEpoch: -1, truncationPending: -1, producers: newProducerState(), epochs: &epochCache{}}
 	l.syncCond = sync.NewCond(&l.syncMu)
 	ch := make(chan struct{})
 	l.notify.Store(&ch)
@@ -156,10 +157,35 @@ func (l *Log) load() error {
 	} else if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory (symbolic links are not followed)", l.dir)
 	}
+	// The listing comes first: a directory it refuses (a stray or
+	// symlinked segment file) fails the open with nothing changed.
+	bases, err := l.listDir()
+	if err != nil {
+		return err
+	}
 	markerPath := filepath.Join(l.dir, cleanShutdownFile)
-	clean := false
-	if _, err := fsys.Lstat(markerPath); err == nil {
-		clean = true
+	_, err = fsys.Lstat(markerPath)
+	clean := err == nil
+
+	// After a clean close the manifest describes the segments (sizes,
+	// timestamps): no file is opened per sealed segment. The directory is
+	// still listed, so that files gone since are noticed: a hole is
+	// refused before anything changes, so every later open refuses it too.
+	var known map[int64]segmentInfo
+	mismatch := false
+	if clean {
+		if m, ok := readManifest(fsys, l.dir); ok {
+			ok, err := l.checkManifest(m.bases(), bases)
+			if err != nil {
+				return err
+			}
+			// Files the manifest does not know: trust nothing, recover.
+			mismatch = !ok
+			if ok {
+				known = m.byBase()
+				l.openStats.FromManifest = true
+			}
+		}
 		// The removal is made durable before the first write (see
 		// durableMarkerRemovalLocked): until the log changes, a marker
 		// that a crash brings back describes the files truly.
@@ -167,34 +193,16 @@ func (l *Log) load() error {
 			return err
 		}
 		l.markerRemovalPending = true
-	}
-	l.openStats.Clean = clean
-
-	// After a clean close the manifest lists the segments: no directory
-	// listing (thousands of names) and no file opened per sealed segment.
-	var bases []int64
-	var known map[int64]segmentInfo
-	if clean {
-		if m, ok := readManifest(fsys, l.dir); ok {
-			bases, known, l.snapshots = m.bases(), m.byBase(), m.Snapshots
-			l.openStats.FromManifest = true
-		}
-	}
-	// A manifest is good for the one open that follows the close that
-	// wrote it: remove it now, with the marker (its removal is made
-	// durable before the first write), so that no later clean shutdown
-	// that did not write one can pair the marker with a stale list.
-	if clean {
+		// A manifest is good for the one open that follows the close
+		// that wrote it: remove it now, with the marker, so that no later
+		// clean shutdown that did not write one can pair the marker with
+		// a stale list.
 		if err := fsys.Remove(filepath.Join(l.dir, manifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
-	if bases == nil {
-		var err error
-		if bases, err = l.listDir(); err != nil {
-			return err
-		}
-	}
+	clean = clean && !mismatch
+	l.openStats.Clean = clean
 
 	startOffset, haveStart, err := readCheckpoint(fsys, l.dir, logStartOffsetFile)
 	if err != nil {
@@ -204,11 +212,26 @@ func (l *Log) load() error {
 	if err != nil || !haveRP {
 		recoveryPoint, clean = 0, clean && haveRP
 	}
+	// A truncation that a crash interrupted: recover from the segment
+	// that holds its end, then finish it (finishLoad).
+	if end, ok, err := readCheckpoint(fsys, l.dir, truncationFile); err != nil {
+		return fmt.Errorf("%w: cannot finish an interrupted truncation: %w", ErrCorrupt, err)
+	} else if ok {
+		l.truncationPending = end
+		recoveryPoint, clean = min(recoveryPoint, end), false
+		l.openStats.Clean = false
+	}
 
 	if len(bases) == 0 {
 		base := int64(0)
 		if haveStart {
 			base = startOffset
+		}
+		if l.truncationPending >= 0 {
+			if err := l.finishTruncationLocked(); err != nil {
+				return err
+			}
+			l.truncationPending = -1
 		}
 		seg, err := segment.Create(l.dir, base, l.opts.segmentOptions())
 		if err != nil {
@@ -301,6 +324,12 @@ func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint i
 			return err
 		}
 		segs = *l.segs.Load()
+		if l.truncationPending >= 0 {
+			var err error
+			if segs, err = l.resumeTruncation(segs, l.truncationPending); err != nil {
+				return err
+			}
+		}
 	}
 	l.publish(segs)
 	active := segs[len(segs)-1]
@@ -311,7 +340,6 @@ func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint i
 	}
 	l.start.Store(start)
 	l.end.Store(end)
-	l.activeSince = l.opts.Now()
 	if clean {
 		l.flushed.Store(min(max(recoveryPoint, start), end))
 		l.checkpointed = recoveryPoint
@@ -329,7 +357,54 @@ func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint i
 			}
 		}
 	}
+	if l.truncationPending >= 0 {
+		if err := l.finishTruncationLocked(); err != nil {
+			return err
+		}
+		l.truncationPending = -1
+	}
 	return nil
+}
+
+// checkManifest compares the segments a clean close's manifest names with
+// those listed. Segments gone from the front are as if retention deleted
+// them (the start moves up); one gone from the middle is a hole, refused.
+// Segments gone from the end, or a listed segment that the manifest does
+// not name, make ok false: the caller then trusts nothing and recovers.
+func (l *Log) checkManifest(manifest, listed []int64) (ok bool, err error) {
+	if slices.Equal(manifest, listed) {
+		return true, nil
+	}
+	named := make(map[int64]bool, len(manifest))
+	for _, b := range manifest {
+		named[b] = true
+	}
+	for _, b := range listed {
+		if !named[b] {
+			return false, nil
+		}
+	}
+	// Every listed segment is named: some named ones are gone. Only a
+	// prefix may be.
+	if len(listed) == 0 {
+		return false, fmt.Errorf("%w: the manifest of the last clean close names segments that are gone", ErrCorrupt)
+	}
+	have := make(map[int64]bool, len(listed))
+	for _, b := range listed {
+		have[b] = true
+	}
+	last := listed[len(listed)-1]
+	for _, b := range manifest {
+		if !have[b] && b > last {
+			return false, nil // gone from the end: recovery decides the end
+		}
+	}
+	for _, b := range manifest {
+		if !have[b] && b > listed[0] {
+			return false, fmt.Errorf("%w: %s is missing (named by the manifest of the last clean close)", ErrCorrupt, filepath.Join(l.dir, segment.FileName(b, segment.LogSuffix)))
+		}
+	}
+	return true, nil
 }
 
 // recover rescans the segments from the one holding the recovery point,
@@ -607,6 +682,9 @@ func (l *Log) listDir() ([]int64, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: unexpected file %s: segment files are named by 20 decimal digits", ErrCorrupt, filepath.Join(l.dir, name))
 		}
+		if base > MaxOffset {
+			return nil, fmt.Errorf("%w: %s: base offset %d leaves no offset for a record (the largest is %d)", ErrCorrupt, filepath.Join(l.dir, name), base, int64(MaxOffset))
+		}
 		if e.Type()&fs.ModeSymlink != 0 || !e.Type().IsRegular() {
 			return nil, fmt.Errorf("%w: %s is not a regular file (symbolic links are refused)", ErrCorrupt, filepath.Join(l.dir, name))
 		}
@@ -654,7 +732,19 @@ func (l *Log) loadReadOnly() error {
 		return err
 	}
 	if len(bases) == 0 {
-		return fmt.Errorf("%w: no segment in %s", ErrCorrupt, l.dir)
+		// A partition no writer has opened yet (a topic's directories
+		// are created before its logs): empty, at the start offset the
+		// writer will create its first segment at. Refresh looks again.
+		start, ok, err := readCheckpoint(l.opts.FS, l.dir, logStartOffsetFile)
+		if err != nil || !ok {
+			start = 0
+		}
+		l.publish(nil)
+		l.start.Store(start)
+		l.end.Store(start)
+		l.flushed.Store(start)
+		l.loadHighWatermark()
+		return nil
 	}
 	segs := make([]*segment.Segment, len(bases))
 	for i := 0; i < len(bases)-1; i++ {
@@ -707,7 +797,15 @@ func (l *Log) Refresh() (bool, error) {
 			}
 		}
 	}
-	if _, err := l.opts.FS.Lstat(l.active().LogPath()); errors.Is(err, os.ErrNotExist) {
+	if len(l.segments()) == 0 {
+		// Empty so far: has the writer created the first segment?
+		if err := l.loadReadOnly(); err != nil {
+			return false, err
+		}
+		if len(l.segments()) == 0 {
+			return false, nil
+		}
+	} else if _, err := l.opts.FS.Lstat(l.active().LogPath()); errors.Is(err, os.ErrNotExist) {
 		// The writer truncated below our tail segment and deleted it:
 		// look at the directory again.
 		old := l.segments()

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -62,6 +63,11 @@ const (
 	DefaultMaxRecordSize = 0
 )
 
+// MaxOffset is the largest offset a record can have: EndOffset never
+// passes MaxOffset+1 (math.MaxInt64). Appends past it fail with
+// ErrOffsetOverflow, and Open refuses a segment that could hold none.
+const MaxOffset = math.MaxInt64 - 1
+
 // Options configure a Log. The zero value is usable: every field has a
 // default.
 type Options struct {
@@ -70,8 +76,11 @@ type Options struct {
 	// SegmentBytes rolls the active segment when a batch would take it
 	// past this size. Default 1 GiB; at most segment.MaxSegmentBytes.
 	SegmentBytes int64
-	// SegmentAge rolls the active segment when its first batch is older
-	// than this (by the wall clock). Zero: no age roll.
+	// SegmentAge rolls the active segment, at the next append, when its
+	// first batch is older than this: the wall clock (Now) minus the first
+	// batch's max timestamp, as Kafka's segment.ms. The timestamp is on
+	// disk, so the age survives reopening and truncation; records with
+	// timestamps far in the past roll at every batch. Zero: no age roll.
 	SegmentAge time.Duration
 	// IndexIntervalBytes is the log data between index entries (4096).
 	IndexIntervalBytes int

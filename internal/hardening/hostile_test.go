@@ -208,22 +208,25 @@ func TestHostileDataDirectory(t *testing.T) {
 		require.NoError(t, err)
 	})
 	t.Run("segment file name not 20 digits", func(t *testing.T) {
-		// An open that lists the directory (after a crash) refuses the
-		// stray file and names it; a clean open reads the manifest and
-		// never looks at, let alone uses, a file it does not list.
+		// Every open lists the directory (a clean one too, to notice
+		// files gone since the close): the stray file is refused and
+		// named, and nothing is changed.
 		for _, name := range []string{"123.log", "0000000000000000000x.index", "000000000000000000000.timeindex"} {
-			dir := t.TempDir()
-			m, _ := buildSealed(t, dir)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("junk"), 0o640))
-			l, err := storage.Open(dir, smallLog(nil))
-			require.NoError(t, err)
-			require.NoError(t, m.check(l))
-			require.NoError(t, l.Close())
-			require.NoError(t, os.Remove(filepath.Join(dir, ".clean-shutdown")))
-			_, err = storage.Open(dir, smallLog(nil))
-			require.Error(t, err)
-			assert.ErrorIs(t, err, storage.ErrCorrupt)
-			assert.Contains(t, err.Error(), filepath.Join(dir, name))
+			for _, clean := range []bool{true, false} {
+				dir := t.TempDir()
+				buildSealed(t, dir)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("junk"), 0o640))
+				if !clean {
+					require.NoError(t, os.Remove(filepath.Join(dir, ".clean-shutdown")))
+				}
+				_, err := storage.Open(dir, smallLog(nil))
+				require.Error(t, err)
+				assert.ErrorIs(t, err, storage.ErrCorrupt)
+				assert.Contains(t, err.Error(), filepath.Join(dir, name))
+				b, err := os.ReadFile(filepath.Join(dir, name))
+				require.NoError(t, err)
+				assert.Equal(t, "junk", string(b))
+			}
 		}
 	})
 	t.Run("recovery point beyond the log", func(t *testing.T) {

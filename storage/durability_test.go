@@ -1,0 +1,370 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/internal/vfs/faultfs"
+	"github.com/seglog/seglog/segment"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Regression tests for the durability and correctness defects of issue 12
+// that need no power-cut simulation (those are in internal/crashtest).
+
+// Offsets stop at MaxOffset: an append that would pass it is refused, and
+// a segment named past it is refused at open.
+func TestOffsetOverflowRefused(t *testing.T) {
+	dir := t.TempDir()
+	last := filepath.Join(dir, segment.FileName(MaxOffset, segment.LogSuffix))
+	require.NoError(t, os.WriteFile(last, nil, 0o640))
+	l, err := Open(dir, small())
+	require.NoError(t, err)
+	defer l.Close()
+	require.Equal(t, int64(MaxOffset), l.EndOffset())
+
+	_, err = l.Append(Record{Value: []byte("a")}, Record{Value: []byte("b")})
+	assert.ErrorIs(t, err, ErrOffsetOverflow, "two records at the last offset")
+	res, err := l.Append(Record{Value: []byte("last")})
+	require.NoError(t, err)
+	assert.Equal(t, int64(MaxOffset), res.LastOffset)
+	assert.Equal(t, int64(math.MaxInt64), l.EndOffset())
+	_, err = l.Append(Record{Value: []byte("one too many")})
+	assert.ErrorIs(t, err, ErrOffsetOverflow)
+	assert.Equal(t, int64(math.MaxInt64), l.EndOffset(), "nothing past the last offset")
+	require.NoError(t, l.Close())
+
+	// Reopened, the full log is readable and still refuses appends.
+	l, err = Open(dir, small())
+	require.NoError(t, err)
+	defer l.Close()
+	got, err := l.Read(MaxOffset, 1<<10)
+	require.NoError(t, err)
+	h, err := segment.ParseHeader(got, segment.DefaultLimits)
+	require.NoError(t, err)
+	assert.Equal(t, int64(MaxOffset), h.BaseOffset)
+	_, err = l.Append(Record{Value: []byte("x")})
+	assert.ErrorIs(t, err, ErrOffsetOverflow)
+
+	dir2 := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir2, segment.FileName(math.MaxInt64, segment.LogSuffix)), nil, 0o640))
+	_, err = Open(dir2, small())
+	assert.ErrorIs(t, err, ErrCorrupt, "a segment that can hold no record")
+}
+
+// A sealed segment's deleted index files are rebuilt from its .log, after
+// a clean or an unclean shutdown: reads, Segments and deletion work.
+func TestMissingSealedIndexRebuilt(t *testing.T) {
+	base := t.TempDir()
+	orig := filepath.Join(base, "orig")
+	segs := buildLog(t, orig, 600)
+	require.Greater(t, len(segs), 3)
+	victims := map[string][]string{
+		"index":     {segment.IndexSuffix},
+		"timeindex": {segment.TimeIndexSuffix},
+		"both":      {segment.IndexSuffix, segment.TimeIndexSuffix},
+	}
+	for name, suffixes := range victims {
+		for _, clean := range []bool{true, false} {
+			t.Run(name+map[bool]string{true: "/clean", false: "/unclean"}[clean], func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "p")
+				copyDir(t, orig, dir)
+				if !clean {
+					require.NoError(t, os.Remove(filepath.Join(dir, cleanShutdownFile)))
+				}
+				for _, sfx := range suffixes {
+					require.NoError(t, os.Remove(filepath.Join(dir, segment.FileName(segs[1].BaseOffset, sfx))))
+				}
+				// Read-only first: it reads without the index and
+				// creates nothing.
+				ro := openReadOnly(t, dir, small())
+				assert.Equal(t, int64(600), readAll(t, ro, 0))
+				require.NoError(t, ro.Close())
+				for _, sfx := range suffixes {
+					assert.NoFileExists(t, filepath.Join(dir, segment.FileName(segs[1].BaseOffset, sfx)))
+				}
+
+				l, err := Open(dir, small())
+				require.NoError(t, err)
+				defer l.Close()
+				got, err := l.Segments()
+				require.NoError(t, err)
+				assert.Equal(t, segs[1].MaxTimestamp, got[1].MaxTimestamp, "the rebuilt time index gives the same max timestamp")
+				assert.Equal(t, segs[1].NextOffset, got[1].NextOffset)
+				assert.Equal(t, int64(600), readAll(t, l, 0))
+				off, err := l.OffsetForTime(1_000_000 + segs[1].BaseOffset + 3)
+				require.NoError(t, err)
+				assert.Equal(t, segs[1].BaseOffset+3, off)
+				for _, sfx := range suffixes {
+					assert.FileExists(t, filepath.Join(dir, segment.FileName(segs[1].BaseOffset, sfx)))
+				}
+				res, err := l.DeleteSegmentsBefore(segs[2].BaseOffset)
+				require.NoError(t, err)
+				assert.Equal(t, 2, res.Segments)
+				assert.Equal(t, segs[2].BaseOffset, l.StartOffset())
+			})
+		}
+	}
+}
+
+// A clean open verifies the active segment's tail: a last batch with a bad
+// checksum is cut, not counted in the end offset.
+func TestCleanOpenVerifiesTail(t *testing.T) {
+	dir := t.TempDir()
+	segs := buildLog(t, dir, 600)
+	last := segs[len(segs)-1]
+	p := last.Path
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	starts := batchStarts(t, b)
+	lastBatch := starts[len(starts)-1]
+	b[len(b)-2] ^= 0x40 // a value byte of the last batch: the header stays valid
+	require.NoError(t, os.WriteFile(p, b, 0o640))
+
+	l, err := Open(dir, small())
+	require.NoError(t, err)
+	defer l.Close()
+	assert.False(t, l.OpenStats().Clean, "a damaged tail is recovered")
+	h, err := segment.ParseHeader(b[lastBatch:], segment.DefaultLimits)
+	require.NoError(t, err)
+	assert.Equal(t, h.BaseOffset, l.EndOffset(), "the bad batch is not part of the log")
+	assert.Equal(t, h.BaseOffset, readAll(t, l, 0))
+	fi, err := os.Stat(p)
+	require.NoError(t, err)
+	assert.Equal(t, int64(lastBatch), fi.Size(), "cut at the bad batch")
+}
+
+// With the manifest and the clean marker present, segments gone since the
+// clean close are noticed: gone from the front, the start moves up; gone
+// from the middle, Open refuses and names the file.
+func TestCleanOpenNoticesMissingSegments(t *testing.T) {
+	orig := filepath.Join(t.TempDir(), "orig")
+	segs := buildLog(t, orig, 600)
+	require.Greater(t, len(segs), 3)
+	remove := func(t *testing.T, dir string, base int64) {
+		for _, sfx := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+			require.NoError(t, os.Remove(filepath.Join(dir, segment.FileName(base, sfx))))
+		}
+	}
+	t.Run("first", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "p")
+		copyDir(t, orig, dir)
+		remove(t, dir, segs[0].BaseOffset)
+		l, err := Open(dir, small())
+		require.NoError(t, err)
+		defer l.Close()
+		assert.Equal(t, segs[1].BaseOffset, l.StartOffset())
+		assert.Equal(t, int64(600), readAll(t, l, l.StartOffset()))
+		_, err = l.Read(0, 100)
+		assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+	})
+	t.Run("middle", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "p")
+		copyDir(t, orig, dir)
+		remove(t, dir, segs[2].BaseOffset)
+		for i := 0; i < 2; i++ { // the refusal changes nothing: again
+			_, err := Open(dir, small())
+			require.ErrorIs(t, err, ErrCorrupt)
+			assert.Contains(t, err.Error(), segment.FileName(segs[2].BaseOffset, segment.LogSuffix))
+		}
+	})
+}
+
+// Readers beside a Truncate never get an error other than
+// ErrOffsetOutOfRange: the end is lowered before any byte is cut.
+func TestTruncateBesideReaders(t *testing.T) {
+	l, err := Open(t.TempDir(), Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 256})
+	require.NoError(t, err)
+	defer l.Close()
+	fill(t, l, 2000, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for r := 0; r < 4; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for ctx.Err() == nil {
+				off := max(l.EndOffset()-5, l.StartOffset())
+				var err error
+				if buf, err = l.ReadInto(buf, off, 1<<10); err != nil && !errors.Is(err, ErrOffsetOutOfRange) {
+					errs <- err
+					return
+				}
+				if _, err := l.OffsetForTime(1_000_000 + off); err != nil && !errors.Is(err, ErrOffsetOutOfRange) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; ctx.Err() == nil && i < 300; i++ {
+		require.NoError(t, l.Truncate(l.EndOffset()-50))
+		fill(t, l, 50, 10)
+	}
+	cancel()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err, "a reader beside Truncate")
+	}
+}
+
+// Concurrent Sync calls (which checkpoint the high watermark and the
+// recovery point) all succeed, and the files hold the last values.
+func TestConcurrentSyncCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, small())
+	require.NoError(t, err)
+	defer l.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8*50)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				if _, err := l.Append(Record{Value: []byte("v")}); err != nil {
+					errs <- err
+					return
+				}
+				if err := l.SetHighWatermark(l.EndOffset()); err != nil {
+					errs <- err
+					return
+				}
+				errs <- l.Sync()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Sync())
+	hw, ok, err := readCheckpoint(vfs.Default, dir, highWatermarkFile)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, l.HighWatermark(), hw)
+	rp, ok, err := readCheckpoint(vfs.Default, dir, recoveryPointFile)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, l.EndOffset(), rp)
+	matches, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	require.NoError(t, err)
+	assert.Empty(t, matches, "no temporary file left behind")
+}
+
+// A roll whose index fsync fails fails the log: nothing past the segment
+// is acknowledged until a reopen.
+func TestRollIndexFsyncFailureFailsLog(t *testing.T) {
+	fsys := faultfs.New(vfs.Default)
+	opts := small()
+	opts.FS = fsys
+	l, err := Open(t.TempDir(), opts)
+	require.NoError(t, err)
+	defer l.Close()
+	fill(t, l, 20, 5)
+	fsys.Add(faultfs.Rule{Ops: faultfs.OpSync, Path: segment.IndexSuffix, Err: syscall.EIO})
+	err = l.Roll()
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrFailed)
+	_, err = l.Append(Record{Value: []byte("after")})
+	assert.ErrorIs(t, err, ErrFailed)
+}
+
+// The age of the active segment counts from its first batch's timestamp,
+// which survives a reopen and a truncation: a process restarting more
+// often than SegmentAge still rolls a quiet segment.
+func TestSegmentAgeSurvivesReopenAndTruncate(t *testing.T) {
+	t0 := time.UnixMilli(1_700_000_000_000)
+	now := t0
+	opts := Options{SegmentAge: time.Hour, Now: func() time.Time { return now }}
+	dir := t.TempDir()
+	appendAt := func(t *testing.T, l *Log, n int) {
+		for i := 0; i < n; i++ {
+			_, err := l.Append(Record{Timestamp: now.UnixMilli(), Value: []byte("v")})
+			require.NoError(t, err)
+		}
+	}
+	segments := func(t *testing.T, l *Log) int {
+		segs, err := l.Segments()
+		require.NoError(t, err)
+		return len(segs)
+	}
+	l, err := Open(dir, opts)
+	require.NoError(t, err)
+	appendAt(t, l, 3)
+	require.NoError(t, l.Close())
+
+	// Restarts every 25 minutes: the first batch is over an hour old at
+	// the third, and the segment rolls.
+	for i := 0; i < 3; i++ {
+		now = now.Add(25 * time.Minute)
+		l, err = Open(dir, opts)
+		require.NoError(t, err)
+		appendAt(t, l, 1)
+		if i < 2 {
+			assert.Equal(t, 1, segments(t, l), "restart %d: younger than an hour", i)
+			require.NoError(t, l.Close())
+		}
+	}
+	defer l.Close()
+	assert.Equal(t, 2, segments(t, l), "the quiet segment rolled")
+
+	// A truncation that keeps the active segment's first batch keeps its age.
+	now = now.Add(2 * time.Hour)
+	appendAt(t, l, 2)
+	require.Equal(t, 3, segments(t, l))
+	now = now.Add(2 * time.Hour)
+	require.NoError(t, l.Truncate(l.EndOffset()-1))
+	appendAt(t, l, 1)
+	assert.Equal(t, 4, segments(t, l), "the age counts from the first batch, not the truncation")
+}
+
+// A read-only open of a partition no writer has opened yet is an empty
+// log, and follows the writer once it starts.
+func TestReadOnlyEmptyPartition(t *testing.T) {
+	dir := t.TempDir()
+	ro := openReadOnly(t, dir, small())
+	assert.Equal(t, int64(0), ro.StartOffset())
+	assert.Equal(t, int64(0), ro.EndOffset())
+	got, err := ro.Read(0, 100)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	_, err = ro.Read(1, 100)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+	segs, err := ro.Segments()
+	require.NoError(t, err)
+	assert.Empty(t, segs)
+	moved, err := ro.Refresh()
+	require.NoError(t, err)
+	assert.False(t, moved)
+
+	w, err := Open(dir, small())
+	require.NoError(t, err)
+	defer w.Close()
+	waited := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		waited <- ro.Wait(ctx, 0)
+	}()
+	fill(t, w, 100, 5)
+	require.NoError(t, <-waited)
+	_, err = ro.Refresh()
+	require.NoError(t, err)
+	assert.Equal(t, int64(100), ro.EndOffset())
+	assert.Equal(t, int64(100), readAll(t, ro, 0))
+}

@@ -1,0 +1,147 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/seglog/seglog/segment"
+)
+
+// truncationFile holds the end offset of a truncation in progress: it is
+// made durable before any file is cut, and removed (durably) once the cut,
+// the removal of the later segments and the lowered recovery point are
+// durable. An open that finds it truncates there before anything else, so
+// that a power cut during Truncate never brings removed records back nor
+// leaves a hole (segments after a cut one, whose removal was lost).
+const truncationFile = "truncation-point"
+
+// Truncate removes every record at and after offset, indexes included (a
+// replica following a new leader). When offset falls inside a batch the
+// whole batch goes, and EndOffset becomes that batch's base offset (as in
+// Kafka). The end offset is lowered before any byte is cut: a reader at or
+// past the new end gets ErrOffsetOutOfRange, one before it is unaffected.
+// The result is fsynced and checkpointed before Truncate returns, and a
+// crash at any point leaves the log either as it was or truncated.
+// Truncating at or past EndOffset does nothing.
+func (l *Log) Truncate(offset int64) error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return err
+	}
+	if offset >= l.end.Load() {
+		return nil
+	}
+	if offset < l.start.Load() {
+		return fmt.Errorf("%w: truncate to %d below the start offset %d", ErrOffsetOutOfRange, offset, l.start.Load())
+	}
+	// Keep group commits out while the end moves backwards.
+	l.syncMu.Lock()
+	for l.syncing {
+		l.syncCond.Wait()
+	}
+	l.syncing = true
+	l.syncMu.Unlock()
+	defer func() {
+		l.syncMu.Lock()
+		l.syncing = false
+		l.syncCond.Broadcast()
+		l.syncMu.Unlock()
+	}()
+
+	segs := l.segments()
+	i := segmentIndex(segs, offset)
+	newEnd, err := segs[i].TruncatedEnd(offset)
+	if err != nil {
+		return fmt.Errorf("storage: truncate %s: %w", l.dir, err)
+	}
+	if err := writeCheckpoint(l.opts.FS, l.dir, truncationFile, newEnd, l.opts.FileMode); err != nil {
+		return fmt.Errorf("storage: truncate %s: %w", l.dir, err)
+	}
+	l.truncGen.Add(1)
+	l.end.Store(newEnd)
+	if l.flushed.Load() > newEnd {
+		l.flushed.Store(newEnd)
+	}
+	l.clampHighWatermark()
+	if err := l.cutLocked(segs, i, offset); err != nil {
+		return err
+	}
+	if newEnd < l.start.Load() {
+		l.start.Store(newEnd)
+	}
+	l.sinceSync = 0
+	l.epochMu.Lock()
+	epochsChanged := l.epochs.truncateFrom(newEnd)
+	l.epochMu.Unlock()
+	if epochsChanged {
+		if err := l.writeEpochCacheLocked(); err != nil {
+			return err
+		}
+	}
+	if err := l.rebuildProducersLocked(); err != nil {
+		return err
+	}
+	if err := l.checkpointHighWatermark(); err != nil {
+		return err
+	}
+	if err := l.checkpoint(); err != nil {
+		return l.failOp("truncate", err)
+	}
+	return l.finishTruncationLocked()
+}
+
+// cutLocked truncates segs[i] at offset, deletes the segments after it and
+// makes both durable (the segment's fsync, then the directory's). The end
+// offset is already lowered. A failure fails the log: its files no longer
+// match what it published, and a reopen finishes the truncation.
+func (l *Log) cutLocked(segs []*segment.Segment, i int, offset int64) error {
+	seg := segs[i]
+	if _, err := seg.TruncateTo(offset); err != nil {
+		return l.failOp("truncate", err)
+	}
+	l.publish(segs[:i+1])
+	var errs []error
+	for _, s := range segs[i+1:] {
+		errs = append(errs, s.Delete())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return l.failOp("truncate", err)
+	}
+	if err := seg.Sync(); err != nil {
+		return l.fail(err)
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// finishTruncationLocked removes the truncation marker durably: from then
+// on appends may be acknowledged past it.
+func (l *Log) finishTruncationLocked() error {
+	if err := l.opts.FS.Remove(filepath.Join(l.dir, truncationFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return l.failOp("truncate", err)
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// resumeTruncation finishes, at open, a truncation that a crash
+// interrupted: segs were recovered from the segment holding the marker's
+// offset (load lowers the recovery point to it), so their ends are true;
+// everything at and after the marker goes. It returns the segments left.
+func (l *Log) resumeTruncation(segs []*segment.Segment, end int64) ([]*segment.Segment, error) {
+	i := segmentIndex(segs, end)
+	if segs[len(segs)-1].NextOffset() > end {
+		if err := l.cutLocked(segs, i, end); err != nil {
+			return nil, err
+		}
+		segs = segs[:i+1]
+	}
+	return segs, nil
+}

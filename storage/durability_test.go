@@ -368,3 +368,20 @@ func TestReadOnlyEmptyPartition(t *testing.T) {
 	assert.Equal(t, int64(100), ro.EndOffset())
 	assert.Equal(t, int64(100), readAll(t, ro, 0))
 }
+
+// OpenStore makes a root it creates durable: the parent's entry is
+// fsynced (a failed parent fsync fails the open).
+func TestOpenStoreSyncsNewRootParent(t *testing.T) {
+	parent := t.TempDir()
+	fsys := faultfs.New(vfs.Default)
+	fsys.Add(faultfs.Rule{Ops: faultfs.OpSyncDir, Err: syscall.EIO})
+	_, err := OpenStore(filepath.Join(parent, "data"), StoreOptions{Log: Options{FS: fsys}})
+	require.Error(t, err, "the parent's fsync failed")
+	assert.Contains(t, fsys.LastInjected(), parent)
+
+	fsys.Reset()
+	s, err := OpenStore(filepath.Join(parent, "data2"), StoreOptions{Log: Options{FS: fsys}})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, 1, fsys.Calls(faultfs.OpSyncDir), "one fsync: the parent of the new root")
+}

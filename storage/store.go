@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 )
 
@@ -119,7 +120,8 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 			return nil, fmt.Errorf("storage: open store: %s is not a directory", root)
 		}
 	} else {
-		if err := fsys.MkdirAll(root, opts.Log.DirMode); err != nil {
+		// Durable: the root's entry in its parent is fsynced when created.
+		if err := vfs.MkdirAllDurable(fsys, root, opts.Log.DirMode); err != nil {
 			return nil, fmt.Errorf("storage: open store: %w", err)
 		}
 		lock, err := lockDir(root)

@@ -67,8 +67,12 @@ func (fsys *FS) Crash() (Report, error) {
 	view := func(d *node) map[string]*node {
 		v, ok := views[d]
 		if !ok {
-			v = make(map[string]*node, len(d.durable))
-			for k, c := range d.durable {
+			src := d.durable
+			if fsys.opts.Mode == Kill {
+				src = d.children
+			}
+			v = make(map[string]*node, len(src))
+			for k, c := range src {
 				v[k] = c
 			}
 			views[d] = v
@@ -85,6 +89,9 @@ func (fsys *FS) Crash() (Report, error) {
 		}
 	}
 	rep.DirOps = len(pending)
+	if fsys.opts.Mode == Kill {
+		rep.DirOpsKept = len(pending)
+	}
 	if fsys.opts.Mode == Lazy && len(pending) > 0 {
 		rep.DirOpsKept = rng.IntN(len(pending) + 1)
 		for _, op := range pending[:rep.DirOpsKept] {
@@ -155,8 +162,11 @@ func (fsys *FS) Crash() (Report, error) {
 					return fmt.Errorf("crashfs: read %s: %w", cur, err)
 				}
 				s.Current = int64(len(now))
-				if fsys.opts.Mode == Lazy && !bytes.Equal(now, c.synced) {
-					data, s.Kept = tear(rng, c.synced, now)
+				switch {
+				case fsys.opts.Mode == Kill:
+					data, s.Kept = now, "all"
+				case fsys.opts.Mode == Lazy && !bytes.Equal(now, c.synced):
+					data, s.Kept = tear(rng, c.synced, now, c.sizes)
 				}
 			}
 			s.Size = int64(len(data))
@@ -199,8 +209,15 @@ func (fsys *FS) Crash() (Report, error) {
 }
 
 // tear returns what lazy mode keeps of a file whose durable content is
-// synced and whose content before the crash was now, and how it chose.
-func tear(rng *rand.Rand, synced, now []byte) ([]byte, string) {
+// synced, whose content before the crash was now, and which had the sizes
+// in between, and how it chose. A torn file has one of the sizes the file
+// had since its last fsync (a truncation is never half done); each of
+// its pages comes from the synced or the current version, where a page of
+// the current version past its end shows the synced data (blocks that a
+// truncation freed keep their old data until reused), and bytes that
+// neither version has are zeros (the size reached the disk, the data did
+// not).
+func tear(rng *rand.Rand, synced, now []byte, sizes []int64) ([]byte, string) {
 	appended := len(now) > len(synced) && bytes.Equal(now[:len(synced)], synced)
 	choice := rng.IntN(4)
 	if choice == 2 && !appended {
@@ -214,17 +231,21 @@ func tear(rng *rand.Rand, synced, now []byte) ([]byte, string) {
 	case 2:
 		return now[:len(synced)+rng.IntN(len(now)-len(synced)+1)], "prefix"
 	}
-	lo, hi := min(len(synced), len(now)), max(len(synced), len(now))
-	size := lo + rng.IntN(hi-lo+1)
+	candidates := append([]int64{int64(len(synced)), int64(len(now))}, sizes...)
+	size := int(candidates[rng.IntN(len(candidates))])
 	out := make([]byte, size)
 	for off := 0; off < size; off += pageSize {
-		src := synced
-		if rng.IntN(2) == 1 {
-			src = now
-		}
 		end := min(off+pageSize, size)
-		if off < len(src) {
-			copy(out[off:end], src[off:min(end, len(src))])
+		fromNow := rng.IntN(2) == 1
+		for i := off; i < end; i++ {
+			switch {
+			case fromNow && i < len(now):
+				out[i] = now[i]
+			case i < len(synced):
+				out[i] = synced[i]
+			case i < len(now):
+				out[i] = 0 // only the current version has it, and this page was not written
+			}
 		}
 	}
 	return out, "pages"

@@ -60,12 +60,17 @@
 //     a metadata journal commits them; a rename is one operation); and
 //   - per file whose content differs from its durable content, one of:
 //     nothing of the unsynced data, all of it, a random prefix of the
-//     unsynced appended bytes (when the file only grew), or a random size
-//     between the durable and the current one with every 4 KiB page taken
-//     from either version (bytes a version lacks read as zeros), a torn
-//     write.
+//     unsynced appended bytes (when the file only grew), or a torn file:
+//     one of the sizes the file had since its last fsync (a truncation is
+//     never half done), with every 4 KiB page taken from either version
+//     (past the current version's end a page shows the durable data, as
+//     freed blocks keep it; bytes neither version has read as zeros: the
+//     size reached the disk, the data did not).
 //
 // A file that was unlinked and comes back has its durable content.
+//
+// Kill mode keeps the tree as it is at the crash point: what a process
+// crash leaves, fsynced or not.
 //
 // # Limits
 //
@@ -110,6 +115,11 @@ const (
 	Strict Mode = iota
 	// Lazy also keeps a random (seeded) part of what was not.
 	Lazy
+	// Kill keeps everything that reached the page cache, fsynced or not:
+	// a process crash (SIGKILL), not a power loss. It finds ordering
+	// bugs (a step taken before the one that should precede it) without
+	// any randomness.
+	Kill
 )
 
 // String names the mode.
@@ -119,6 +129,8 @@ func (m Mode) String() string {
 		return "strict"
 	case Lazy:
 		return "lazy"
+	case Kill:
+		return "kill"
 	}
 	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
@@ -147,6 +159,9 @@ type node struct {
 	durable  map[string]*node
 	// Files: the content as of the last Sync (nil: empty).
 	synced []byte
+	// sizes are the sizes the file had since that Sync (lazy mode picks
+	// the size that survives among them).
+	sizes []int64
 }
 
 func newDir() *node {
@@ -635,28 +650,49 @@ func (f *file) Write(p []byte) (int, error) {
 	if err := f.fs.step("write", f.Name()); err != nil {
 		return 0, err
 	}
-	return f.f.Write(p)
+	n, err := f.f.Write(p)
+	f.noteSize()
+	return n, err
 }
 
 func (f *file) WriteAt(p []byte, off int64) (int, error) {
 	if err := f.fs.step("writeat", f.Name()); err != nil {
 		return 0, err
 	}
-	return f.f.WriteAt(p, off)
+	n, err := f.f.WriteAt(p, off)
+	f.noteSize()
+	return n, err
 }
 
 func (f *file) Truncate(size int64) error {
 	if err := f.fs.step("truncate", f.Name()); err != nil {
 		return err
 	}
-	return f.f.Truncate(size)
+	err := f.f.Truncate(size)
+	f.noteSize()
+	return err
 }
 
 func (f *file) Allocate(off, n int64) error {
 	if err := f.fs.step("allocate", f.Name()); err != nil {
 		return err
 	}
-	return f.f.Allocate(off, n)
+	err := f.f.Allocate(off, n)
+	f.noteSize()
+	return err
+}
+
+// noteSize records the file's size after an operation that may change it.
+func (f *file) noteSize() {
+	fi, err := f.f.Stat()
+	if err != nil {
+		return
+	}
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if k := len(f.n.sizes); k == 0 || f.n.sizes[k-1] != fi.Size() {
+		f.n.sizes = append(f.n.sizes, fi.Size())
+	}
 }
 
 // Close closes the real file; once crashed it still does, and returns an
@@ -690,6 +726,7 @@ func (f *file) Sync() error {
 		}
 	}
 	f.n.synced = b
+	f.n.sizes = nil
 	return nil
 }
 

@@ -342,3 +342,13 @@ func TestStrictIgnoresSeed(t *testing.T) {
 		assert.Equal(t, map[string]string{"log": "synced"}, crash(t, fsys))
 	}
 }
+
+func TestKillKeepsThePageCache(t *testing.T) {
+	fsys, root := newFS(t, crashfs.Options{Mode: crashfs.Kill})
+	require.NoError(t, create(t, fsys, filepath.Join(root, "a"), "durable", true, true).Close())
+	f := create(t, fsys, filepath.Join(root, "b"), "never synced", false, false)
+	require.NoError(t, f.Close())
+	require.NoError(t, fsys.Rename(filepath.Join(root, "a"), filepath.Join(root, "c")))
+	require.NoError(t, fsys.MkdirAll(filepath.Join(root, "d"), 0o750))
+	assert.Equal(t, map[string]string{"b": "never synced", "c": "durable", "d/": ""}, crash(t, fsys))
+}

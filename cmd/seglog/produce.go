@@ -237,21 +237,30 @@ func (p *producer) setup(partitions int) int {
 // record's framing.
 func lineSize(line []byte) int { return len(line) + recordOverhead }
 
-// chunk is a run of lines the reader got without waiting.
+// chunk is a run of lines the reader got without waiting, at most one
+// batch: up to the line cap and the byte cap.
 type chunk struct {
 	lines [][]byte
-	bytes int // the lineSize of lines
-	first int // line number of lines[0]
+	bytes int  // the lineSize of lines
+	first int  // line number of lines[0]
+	full  bool // the next line would pass a cap
 	err   error
 }
 
-// readLines sends chunks of at most maxLines lines and about maxBytes
-// bytes (by lineSize; one line may pass it); a chunk ends early when no
-// more input is buffered (the next read would block).
-func readLines(ctx context.Context, r io.Reader, maxLines, maxBytes int, out chan<- chunk) {
+// fits reports whether a batch of n lines of size bytes (lineSize) can
+// take add more lines of addBytes bytes without passing a cap; a batch
+// always takes its first line.
+func (p *producer) fits(n, size, add, addBytes int) bool {
+	return n == 0 || (n+add <= p.batch && segment.HeaderSize+size+addBytes <= p.batchBytes)
+}
+
+// readLines sends the lines of stdin in chunks, each one batch: it ends
+// a chunk when the next line would pass a cap (that line starts the next
+// chunk), and early when no more input is buffered (the next read would
+// block).
+func (p *producer) readLines(ctx context.Context, r io.Reader, out chan<- chunk) {
 	defer close(out)
 	br := bufio.NewReaderSize(r, 256<<10)
-	lineNo := 1
 	send := func(ch chunk) bool {
 		select {
 		case out <- ch:
@@ -260,26 +269,53 @@ func readLines(ctx context.Context, r io.Reader, maxLines, maxBytes int, out cha
 			return false
 		}
 	}
+	lineNo := 1     // the next line's number
+	var held []byte // a line read that did not fit the chunk before
 	for {
 		ch := chunk{first: lineNo}
+		if held != nil {
+			ch = chunk{lines: [][]byte{held}, bytes: lineSize(held), first: lineNo - 1}
+			held = nil
+		}
 		var arena []byte
-		for len(ch.lines) < maxLines && ch.bytes < maxBytes {
+		for {
+			if len(ch.lines) == p.batch {
+				ch.full = true
+				break
+			}
+			if len(ch.lines) > 0 && br.Buffered() == 0 {
+				break
+			}
 			line, err := readLine(br, &arena, lineNo)
 			if line != nil {
-				ch.lines = append(ch.lines, line)
-				ch.bytes += lineSize(line)
 				lineNo++
+				if p.fits(len(ch.lines), ch.bytes, 1, lineSize(line)) {
+					ch.lines = append(ch.lines, line)
+					ch.bytes += lineSize(line)
+				} else {
+					held, ch.full = line, true
+				}
 			}
 			if err != nil {
 				if err != io.EOF {
 					ch.err = err
+				}
+				if held != nil {
+					// The last line starts a chunk of its own, which
+					// carries the error.
+					last := chunk{lines: [][]byte{held}, bytes: lineSize(held), first: lineNo - 1, err: ch.err}
+					ch.err = nil
+					if send(ch) {
+						send(last)
+					}
+					return
 				}
 				if len(ch.lines) > 0 || ch.err != nil {
 					send(ch)
 				}
 				return
 			}
-			if br.Buffered() == 0 {
+			if held != nil {
 				break
 			}
 		}
@@ -326,9 +362,9 @@ func readLine(br *bufio.Reader, arena *[]byte, lineNo int) ([]byte, error) {
 // to --batch lines and --batch-bytes bytes (with the batch header), and at
 // least one line.
 func (p *producer) batchLen(lines [][]byte) int {
-	size := segment.HeaderSize
+	size := 0
 	for n, line := range lines {
-		if n == p.batch || (n > 0 && size+lineSize(line) > p.batchBytes) {
+		if !p.fits(n, size, 1, lineSize(line)) {
 			return n
 		}
 		size += lineSize(line)
@@ -340,42 +376,53 @@ func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) i
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	in := make(chan chunk, 4)
-	go readLines(rctx, stdin, p.batch, p.batchBytes, in)
+	go p.readLines(rctx, stdin, in)
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	var pending [][]byte
-	pendingFirst, pendingBytes := 0, 0
+	var carry *chunk // received while filling a batch it did not fit
 	var readErr error
 	eof := false
 	var timer *time.Timer
 	for !eof && readErr == nil {
-		// Wait for the first lines of a batch.
-		select {
-		case ch, ok := <-in:
-			if !ok {
+		// The first lines of a batch.
+		var ch chunk
+		if carry != nil {
+			ch, carry = *carry, nil
+		} else {
+			select {
+			case c, ok := <-in:
+				if !ok {
+					eof = true
+				}
+				ch = c
+			case <-ctx.Done():
 				eof = true
-				break
 			}
-			pending, pendingFirst, pendingBytes, readErr = append(pending[:0], ch.lines...), ch.first, ch.bytes, ch.err
-		case <-ctx.Done():
-			eof = true
 		}
-		// Fill the batch: up to --batch lines, --batch-bytes or --linger.
-		if p.linger > 0 && !eof && readErr == nil && len(pending) < p.batch && pendingBytes < p.batchBytes {
+		pending, readErr = append(pending[:0], ch.lines...), ch.err
+		pendingFirst, pendingBytes := ch.first, ch.bytes
+		// With --linger, fill the batch with what arrives until it is full
+		// or --linger has passed.
+		if p.linger > 0 && !eof && readErr == nil && !ch.full {
 			if timer == nil {
 				timer = time.NewTimer(p.linger)
 			} else {
 				timer.Reset(p.linger)
 			}
 		fill:
-			for len(pending) < p.batch && pendingBytes < p.batchBytes {
+			for {
 				select {
-				case ch, ok := <-in:
+				case c, ok := <-in:
 					if !ok {
 						eof = true
 						break fill
 					}
-					pending, pendingBytes, readErr = append(pending, ch.lines...), pendingBytes+ch.bytes, ch.err
-					if readErr != nil {
+					if !p.fits(len(pending), pendingBytes, len(c.lines), c.bytes) {
+						carry = &c
+						break fill
+					}
+					pending, pendingBytes, readErr = append(pending, c.lines...), pendingBytes+c.bytes, c.err
+					if readErr != nil || c.full {
 						break fill
 					}
 				case <-timer.C:

@@ -55,7 +55,8 @@ func dumpBatches(t *testing.T, dir string) []dumpedBatch {
 // (issue 12, item 17): 1,000 lines of 20 KB made one 20 MB batch that the
 // engine refused, losing all of it. --linger holds lines back until a
 // batch is full, so the caps alone cut the batches (the input is all
-// there; the end of input ends the wait).
+// there; the end of input ends the wait): every batch but the last is
+// full.
 func TestProduceBatchBytes(t *testing.T) {
 	const lineBytes = 20_000
 	cases := []struct {
@@ -64,12 +65,13 @@ func TestProduceBatchBytes(t *testing.T) {
 		flags   []string
 		cap     int // most bytes of records in a batch of more than one line
 		batches int // at least this many batches
+		lineCap int // --batch, when given
 	}{
-		{"default 1MiB", 1000, nil, 1 << 20, 1000 * lineBytes / (1 << 20)},
-		{"512KiB zstd", 200, []string{"--batch-bytes", "512KiB", "--compression", "zstd"}, 512 << 10, 200 * lineBytes / (512 << 10)},
-		{"plain bytes", 200, []string{"--batch-bytes", "100000"}, 100000, 200 * lineBytes / 100000},
-		{"a line larger than the cap goes alone", 30, []string{"--batch-bytes", "10KiB"}, 10 << 10, 30},
-		{"the line cap still applies", 100, []string{"--batch", "7"}, segment.HeaderSize + 7*(lineBytes+recordOverhead), 100 / 7},
+		{"default 1MiB", 1000, nil, 1 << 20, 1000 * lineBytes / (1 << 20), 0},
+		{"512KiB zstd", 200, []string{"--batch-bytes", "512KiB", "--compression", "zstd"}, 512 << 10, 200 * lineBytes / (512 << 10), 0},
+		{"plain bytes", 200, []string{"--batch-bytes", "100000"}, 100000, 200 * lineBytes / 100000, 0},
+		{"a line larger than the cap goes alone", 30, []string{"--batch-bytes", "10KiB"}, 10 << 10, 30, 0},
+		{"the line cap still applies", 100, []string{"--batch", "7"}, segment.HeaderSize + 7*(lineBytes+recordOverhead), 100 / 7, 7},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,8 +87,15 @@ func TestProduceBatchBytes(t *testing.T) {
 			total := 0
 			for i, b := range batches {
 				total += int(b.Count)
+				size := func(lines int) int { return segment.HeaderSize + lines*(lineBytes+recordOverhead) }
 				if b.Count > 1 {
-					assert.LessOrEqual(t, segment.HeaderSize+int(b.Count)*(lineBytes+recordOverhead), tc.cap, "batch %d: %d lines", i, b.Count)
+					assert.LessOrEqual(t, size(int(b.Count)), tc.cap, "batch %d: %d lines", i, b.Count)
+				}
+				// Full: one more line would pass a cap (a batch was cut
+				// into a full one and a one-line remainder).
+				if i < len(batches)-1 {
+					assert.True(t, size(int(b.Count)+1) > tc.cap || (tc.lineCap > 0 && int(b.Count) == tc.lineCap),
+						"batch %d of %d has %d lines: not full", i, len(batches), b.Count)
 				}
 			}
 			assert.Equal(t, tc.lines, total)

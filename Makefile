@@ -3,7 +3,7 @@ GO        ?= go
 FUZZTIME  ?= 10s
 PKGS      := ./...
 
-.PHONY: all test lint fmt-check vet tidy-check unit fuzz bench gobench build install clean
+.PHONY: all test lint fmt-check vet tidy-check unit fuzz bench gobench build install clean crashtest
 
 all: test
 
@@ -32,6 +32,11 @@ tidy-check:
 	if ! cmp -s go.mod /tmp/seglog-go.mod.bak || ! cmp -s go.sum /tmp/seglog-go.sum.bak; then \
 		cp /tmp/seglog-go.mod.bak go.mod; cp /tmp/seglog-go.sum.bak go.sum; \
 		echo "go mod tidy changes go.mod or go.sum: run it and commit"; exit 1; fi
+
+## crashtest: the power-loss sweeps at every crash point of every workload (strict, lazy and kill crashes); prints the points and records each covered.
+crashtest:
+	@out=$$(mktemp); SEGLOG_CRASHTEST=long $(GO) test -count=1 -timeout 90m -v -run 'Crashes$$' ./internal/crashtest/ >$$out 2>&1; rc=$$?; \
+	grep -vE '^=== (RUN|PAUSE|CONT)' $$out; rm -f $$out; exit $$rc
 
 ## fuzz: every fuzz target, each for FUZZTIME.
 fuzz:

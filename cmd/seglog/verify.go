@@ -110,8 +110,10 @@ func (v *verifier) run(dir string) {
 		v.errorf("%s: %v", dir, unwrapPathErr(err))
 		return
 	}
-	// A single partition directory?
-	if _, _, ok := storage.ParsePartitionDir(filepath.Base(filepath.Clean(dir))); ok && hasSegmentFiles(entries) {
+	// A single partition directory? Named like one, and holding segment
+	// files, or nothing that a data root holds (a partition never
+	// written to is an empty directory).
+	if _, _, ok := storage.ParsePartitionDir(filepath.Base(filepath.Clean(dir))); ok && (hasSegmentFiles(entries) || !hasPartitionDirs(entries)) {
 		v.nTopics = 1
 		v.partition(dir, filepath.Base(filepath.Clean(dir)))
 		return
@@ -164,6 +166,17 @@ func comparePartitionDirs(a, b string) int {
 		return c
 	}
 	return int(pa) - int(pb)
+}
+
+// hasPartitionDirs reports whether entries hold a partition directory or
+// the offset store: what a data root holds.
+func hasPartitionDirs(entries []os.DirEntry) bool {
+	for _, e := range entries {
+		if _, _, ok := storage.ParsePartitionDir(e.Name()); ok || e.Name() == "offsets" {
+			return true
+		}
+	}
+	return false
 }
 
 func hasSegmentFiles(entries []os.DirEntry) bool {

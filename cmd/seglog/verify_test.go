@@ -211,3 +211,24 @@ func TestVerifyNeverAppendedPartition(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyEmptyPartitionDirectory: an empty partition directory given
+// directly is checked as a partition, not as a data root with nothing in
+// it.
+func TestVerifyEmptyPartitionDirectory(t *testing.T) {
+	root := t.TempDir()
+	r := seglog(t, "", "topics", "create", "--dir", root, "--topic", "t", "--partitions", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = seglog(t, "", "verify", filepath.Join(root, "t-1"))
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Empty(t, r.stderr)
+	assert.Contains(t, r.stdout, "t-1: empty (never written): ok\n")
+	assert.Contains(t, r.stdout, ": 1 partitions of 1 topics, 0 segments")
+
+	// A data root whose name looks like a partition's is still a root.
+	data := filepath.Join(t.TempDir(), "data-1")
+	makeLog(t, data, "x", 1, 2, 2, 0)
+	r = seglog(t, "", "verify", data)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "x-0: 1 segments")
+}

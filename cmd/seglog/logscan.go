@@ -225,6 +225,28 @@ func (c *indexChecker) batch(pos int64, h segment.Header) {
 	}
 }
 
+// dropPastEnd sets aside the entries that refer to data past what was
+// scanned: a position at or after scanned (bytes), an offset at or after
+// next (the offset after the last batch scanned). It returns how many
+// there were. Those entries are what a writer appending meanwhile, or
+// interrupted by a crash, leaves at the end of its active segment.
+func (c *indexChecker) dropPastEnd(scanned, next int64) int {
+	n := 0
+	for i, seen := range c.oSeen {
+		if !seen && c.offs[i].Position >= scanned {
+			c.oSeen[i] = true
+			n++
+		}
+	}
+	for i, seen := range c.tSeen {
+		if !seen && c.times[i].Offset >= next {
+			c.tSeen[i] = true
+			n++
+		}
+	}
+	return n
+}
+
 // finish reports the entries that matched no batch; scanned is how many
 // bytes of the log were scanned (up to any damage).
 func (c *indexChecker) finish(scanned int64) {

@@ -33,8 +33,11 @@ journal checksums and records, and every committed offset against its
 partition.
 
 A torn tail past the recovery point of a partition that was not shut down
-cleanly is a warning (the next open truncates it; nothing flushed is lost);
-everything else wrong is an error. One line per partition goes to stdout,
+cleanly is a warning (the next open truncates it; nothing flushed is lost),
+and so are index entries past the end of its log data (the next open
+rebuilds the index); while a writer holds the directory (a running broker
+or seglog produce) neither is reported at all: they are the batch being
+appended. Everything else wrong is an error. One line per partition goes to stdout,
 then a summary; errors and warnings go to stderr with the file and byte
 position. Exit 1 when there is any error.
 
@@ -273,12 +276,15 @@ func (v *verifier) partition(dir, name string) {
 				filepath.Join(dir, segment.FileName(bases[i], segment.LogSuffix)), startCkpt)
 		}
 	}
+	// A writer holding the partition's or the data root's lock appends
+	// while this runs.
+	live := inUse(dir) || inUse(filepath.Dir(filepath.Clean(dir)))
 	var size, batches, records int64
 	var end int64
 	for i, base := range bases {
 		path := filepath.Join(dir, segment.FileName(base, segment.LogSuffix))
 		last := i == len(bases)-1
-		next, st := v.segment(path, base, last, clean, haveRP, rp)
+		next, st := v.segment(path, base, last, clean, live, haveRP, rp)
 		size += st.size
 		batches += st.batches
 		records += st.records
@@ -330,8 +336,11 @@ func (v *verifier) partStatus() string {
 type segStats struct{ size, batches, records int64 }
 
 // segment checks one .log and its indexes; it returns the offset after its
-// last valid batch.
-func (v *verifier) segment(path string, base int64, last, clean, haveRP bool, rp int64) (int64, segStats) {
+// last valid batch. In the last segment of a partition that was not shut
+// down cleanly, index entries past the log data read are not damage: a
+// writer appending (live) writes each batch before its index entries;
+// after a crash, the next open rebuilds the index (a warning).
+func (v *verifier) segment(path string, base int64, last, clean, live, haveRP bool, rp int64) (int64, segStats) {
 	var st segStats
 	f, size, err := openLogFile(path)
 	if err != nil {
@@ -362,10 +371,18 @@ func (v *verifier) segment(path string, base int64, last, clean, haveRP bool, rp
 	}
 	if err := s.Err(); err != nil {
 		torn := last && !clean && (!haveRP || next >= rp) && isCorrupt(err)
-		if torn {
+		switch {
+		case torn && live:
+			// A batch that the writer is writing now.
+		case torn:
 			v.warnf("%v: a torn tail of %d bytes after an unclean shutdown, past the recovery point: the next open truncates it (nothing flushed is lost)", err, size-s.End())
-		} else {
+		default:
 			v.errorf("%v (%d bytes from here on are unreadable)", err, size-s.End())
+		}
+	}
+	if last && !clean {
+		if n := chk.dropPastEnd(s.End(), next); n > 0 && !live {
+			v.warnf("%s: %d index entries past the end of the log data (offset %d, byte %d), left by an unclean shutdown: the next open rebuilds the index", path, n, next, s.End())
 		}
 	}
 	chk.finish(s.End())
@@ -457,8 +474,9 @@ func (v *verifier) offsetStore(dir string) {
 	fmt.Fprintf(v.w, "offsets: %d groups, %d committed positions: %s\n", len(groups), npos, v.partStatus())
 }
 
-// inUse reports whether the offset store's LOCK is held, probing with a
-// shared lock taken and released on a read-only descriptor.
+// inUse reports whether a lock file or directory is locked by a process
+// (the offset store's LOCK, a store's or a log's directory), probing with
+// a shared lock taken and released on a read-only descriptor.
 func inUse(lockPath string) bool {
 	f, err := os.Open(lockPath)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -231,4 +232,73 @@ func TestVerifyEmptyPartitionDirectory(t *testing.T) {
 	r = seglog(t, "", "verify", data)
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "x-0: 1 segments")
+}
+
+// TestVerifyBesideAWriter: index entries past the end of the log data
+// that verify read, and a batch cut short at the end, are what a writer
+// appending meanwhile leaves (it writes the batch, then the index entry):
+// not damage while a writer holds the directory, a warning after an
+// unclean shutdown (the next open rebuilds the index and truncates the
+// tail), an error after a clean one.
+func TestVerifyBesideAWriter(t *testing.T) {
+	cases := []struct {
+		name   string
+		clean  bool
+		locked bool
+		torn   bool // the log ends inside a batch (being written)
+		code   int
+		stderr []string // nil means nothing about the index or the tail
+	}{
+		{"a writer holds the directory", false, true, false, 0, nil},
+		{"a writer holds the directory and is writing a batch", false, true, true, 0, nil},
+		{"unclean shutdown", false, false, false, 0, []string{"warning: ", "index entries past the end of the log data"}},
+		{"unclean shutdown, torn tail", false, false, true, 0, []string{"warning: ", "index entries past the end of the log data", "a torn tail of 10 bytes"}},
+		{"clean shutdown", true, false, false, 1, []string{"ERROR: ", "past the end of the valid log data"}},
+		{"clean shutdown, torn tail", true, false, true, 1, []string{"ERROR: ", "past the end of the valid log data", "10 bytes from here on are unreadable"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			makeLog(t, root, "t", 1, 20, 5, 0)
+			dir := filepath.Join(root, "t-0")
+			logPath := filepath.Join(dir, segment.FileName(0, segment.LogSuffix))
+			b, err := os.ReadFile(logPath)
+			require.NoError(t, err)
+			// Cut the last batches, as if they were appended after verify
+			// read the log's size.
+			cut := int64(0)
+			for n := 0; n < 15; n++ {
+				h, err := segment.ParseHeader(b[cut:], segment.DefaultLimits)
+				require.NoError(t, err)
+				cut += int64(h.Size())
+			}
+			if tc.torn {
+				cut += 10
+			}
+			require.NoError(t, os.Truncate(logPath, cut))
+			// The recovery point covered the cut batches: drop it (verify
+			// reads it before the log, so it never passes a live log's end).
+			require.NoError(t, os.Remove(filepath.Join(dir, storage.RecoveryPointFile)))
+			if !tc.clean {
+				require.NoError(t, os.Remove(filepath.Join(dir, ".clean-shutdown")))
+			}
+			if tc.locked {
+				f, err := os.Open(root)
+				require.NoError(t, err)
+				defer f.Close()
+				require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+			}
+			r := seglog(t, "", "verify", root)
+			assert.Equal(t, tc.code, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			assert.Contains(t, r.stdout, "t-0: 1 segments, 15 batches, 75 records")
+			if tc.stderr == nil {
+				assert.NotContains(t, r.stderr, "index")
+				assert.NotContains(t, r.stderr, "torn")
+				assert.NotContains(t, r.stderr, "ERROR")
+			}
+			for _, want := range tc.stderr {
+				assert.Contains(t, r.stderr, want)
+			}
+		})
+	}
 }

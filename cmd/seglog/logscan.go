@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -303,7 +304,10 @@ func usedTimeEntries(all []index.TimeOffset, base int64) ([]index.TimeOffset, st
 const maxIndexFileBytes = 1 << 30
 
 // readSmallFile reads a whole file, read-only, refusing one over
-// maxIndexFileBytes. Errors name the path.
+// maxIndexFileBytes. It reads to the end of the file rather than to the
+// size it had when opened: a writer trims an active index to its used
+// entries when it rolls or closes, maybe while this reads. Errors name the
+// path.
 func readSmallFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -320,11 +324,14 @@ func readSmallFile(path string) ([]byte, error) {
 	if fi.Size() > maxIndexFileBytes {
 		return nil, fmt.Errorf("%s: %d bytes, more than the %d this tool reads", path, fi.Size(), maxIndexFileBytes)
 	}
-	b := make([]byte, fi.Size())
-	if _, err := io.ReadFull(f, b); err != nil {
+	b := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := b.ReadFrom(io.LimitReader(f, maxIndexFileBytes+1)); err != nil {
 		return nil, fmt.Errorf("%s: read: %w", path, err)
 	}
-	return b, nil
+	if b.Len() > maxIndexFileBytes {
+		return nil, fmt.Errorf("%s: more than the %d bytes this tool reads", path, maxIndexFileBytes)
+	}
+	return b.Bytes(), nil
 }
 
 // openLogFile opens a .log read-only and returns it with its size.

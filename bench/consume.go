@@ -210,16 +210,15 @@ func fetchAll(ctx context.Context, l *storage.Log, maxBytes int, h *Histogram, p
 			return n, fmt.Errorf("bench: empty read at offset %d of %d", off, end)
 		}
 		first := off
-		for p := 0; p < len(data); {
-			bh, err := segment.ParseHeader(data[p:], segment.DefaultLimits)
-			if err != nil {
-				return n, err
-			}
-			if bh.NextOffset() > off {
+		sc := segment.ScanBuffer(data, segment.ScanOptions{})
+		for sc.Next() {
+			if bh := sc.Header(); bh.NextOffset() > off {
 				n += bh.NextOffset() - max(off, bh.BaseOffset)
 				off = bh.NextOffset()
 			}
-			p += bh.Size()
+		}
+		if err := sc.Err(); err != nil {
+			return n, err
 		}
 		prog.add(off - first)
 	}

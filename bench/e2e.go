@@ -137,16 +137,15 @@ func (w EndToEnd) Run(ctx context.Context, env *Env) ([]Result, error) {
 				}
 				now := time.Since(begin)
 				first := off
-				for q := 0; q < len(data); {
-					bh, err := segment.ParseHeader(data[q:], segment.DefaultLimits)
-					if err != nil {
-						errs[2*p+1] = err
-						return
-					}
-					k := bh.BaseOffset / int64(w.BatchSize)
+				sc := segment.ScanBuffer(data, segment.ScanOptions{})
+				for sc.Next() {
+					k := sc.Header().BaseOffset / int64(w.BatchSize)
 					h.Record(now - time.Duration(due[k].Load()))
-					off = bh.NextOffset()
-					q += bh.Size()
+					off = sc.Header().NextOffset()
+				}
+				if err := sc.Err(); err != nil {
+					errs[2*p+1] = err
+					return
 				}
 				env.progress.add(off - first)
 			}

@@ -84,15 +84,12 @@ func (l *Log) ReadCommitted(dst []byte, offset int64, maxBytes int) ([]byte, err
 	if err != nil {
 		return data, err
 	}
-	p := 0
-	for p+segment.HeaderSize <= len(data) {
-		h, err := segment.ParseHeader(data[p:], l.opts.Limits)
-		if err != nil || h.LastOffset() >= hw {
-			break
-		}
-		p += h.Size()
+	sc := segment.ScanBuffer(data, segment.ScanOptions{Limits: l.opts.Limits})
+	n := int64(0)
+	for sc.Next() && sc.Header().LastOffset() < hw {
+		n = sc.End()
 	}
-	return data[:p], nil
+	return data[:n], nil
 }
 
 // NewCommittedReader is NewReader bounded by the high watermark.

@@ -356,17 +356,16 @@ func (l *Log) scanHeaders(from, end int64, fn func(segment.Header)) error {
 		if len(data) == 0 {
 			return nil
 		}
-		for p := 0; p < len(data); {
-			h, err := segment.ParseHeader(data[p:], l.opts.Limits)
-			if err != nil {
-				return err
-			}
-			if h.LastOffset() >= off {
+		sc := segment.ScanBuffer(data, segment.ScanOptions{File: l.dir, Limits: l.opts.Limits})
+		for sc.Next() {
+			if h := sc.Header(); h.LastOffset() >= off {
 				fn(h)
 			}
-			p += h.Size()
-			off = h.NextOffset()
 		}
+		if err := sc.Err(); err != nil {
+			return err
+		}
+		off = sc.NextOffset()
 		buf = data
 	}
 	return nil

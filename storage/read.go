@@ -67,37 +67,37 @@ const readOnlyPoll = 50 * time.Millisecond
 // MaxReadBytes caps the maxBytes of one read.
 const MaxReadBytes = 64 << 20
 
-// errCaughtUp is what locate returns for a read at the end.
+// errCaughtUp is what inSegment returns for a read at the end.
 var errCaughtUp = errors.New("caught up")
 
-// locate finds the segment, position and header of the batch holding
-// offset, for a read bounded by limit (exclusive).
-func (l *Log) locate(offset, limit int64) (*segment.Segment, int64, segment.Header, error) {
+// inSegment runs read on the segment that holds offset, for a read bounded
+// by limit (exclusive; read gets the bound, lowered to the end offset).
+// When the segment list changes under it (a roll, a deletion, a
+// truncation) it looks again, and the range check decides: below the
+// start or beyond the end is ErrOffsetOutOfRange, at the end errCaughtUp.
+func (l *Log) inSegment(offset, limit int64, read func(seg *segment.Segment, limit int64) error) error {
 	for attempt := 0; ; attempt++ {
 		if l.closed.Load() {
-			return nil, 0, segment.Header{}, ErrClosed
+			return ErrClosed
 		}
 		start, end := l.start.Load(), l.end.Load()
 		if offset < start || offset > end {
-			return nil, 0, segment.Header{}, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, start, end)
+			return fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, start, end)
 		}
 		if offset >= min(end, limit) {
-			return nil, 0, segment.Header{}, errCaughtUp
+			return errCaughtUp
 		}
 		segs := l.segments()
 		if offset < segs[0].Base() {
 			continue // segments were deleted from the front meanwhile
 		}
-		seg := segs[segmentIndex(segs, offset)]
-		pos, h, err := seg.Find(offset)
+		err := read(segs[segmentIndex(segs, offset)], min(end, limit))
 		if err == nil {
-			return seg, pos, h, nil
+			return nil
 		}
-		// The segment list changed under us (a roll, a deletion, a
-		// truncation): look again; the range check above decides.
 		retry := errors.Is(err, segment.ErrDeleted) || errors.Is(err, segment.ErrClosed) || errors.Is(err, io.EOF)
 		if !retry || attempt >= 100 {
-			return nil, 0, segment.Header{}, fmt.Errorf("storage: read %s at offset %d: %w", l.dir, offset, err)
+			return fmt.Errorf("storage: read %s at offset %d: %w", l.dir, offset, err)
 		}
 	}
 }
@@ -117,33 +117,15 @@ func (l *Log) ReadInto(dst []byte, offset int64, maxBytes int) ([]byte, error) {
 }
 
 func (l *Log) readBounded(dst []byte, offset int64, maxBytes int, limit int64) ([]byte, error) {
-	for attempt := 0; ; attempt++ {
-		if l.closed.Load() {
-			return nil, ErrClosed
-		}
-		start, end := l.start.Load(), l.end.Load()
-		if offset < start || offset > end {
-			return nil, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, start, end)
-		}
-		if offset >= min(end, limit) {
-			return dst[:0], nil
-		}
-		segs := l.segments()
-		if offset < segs[0].Base() {
-			continue // segments were deleted from the front meanwhile
-		}
-		seg := segs[segmentIndex(segs, offset)]
-		data, err := seg.ReadBatches(dst, offset, min(max(maxBytes, 1), MaxReadBytes), min(end, limit))
-		if err == nil {
-			return data, nil
-		}
-		// The segment list changed under us (a roll, a deletion, a
-		// truncation): look again; the range check above decides.
-		retry := errors.Is(err, segment.ErrDeleted) || errors.Is(err, segment.ErrClosed) || errors.Is(err, io.EOF)
-		if !retry || attempt >= 100 {
-			return nil, fmt.Errorf("storage: read %s at offset %d: %w", l.dir, offset, err)
-		}
+	var data []byte
+	err := l.inSegment(offset, limit, func(seg *segment.Segment, limit int64) (err error) {
+		data, err = seg.ReadBatches(dst, offset, min(max(maxBytes, 1), MaxReadBytes), limit)
+		return err
+	})
+	if err == errCaughtUp {
+		return dst[:0], nil
 	}
+	return data, err
 }
 
 // Reader reads records in order from an offset, across batches and
@@ -164,7 +146,7 @@ type Reader struct {
 	limit    func() int64
 	maxBytes int
 	buf      []byte
-	batches  []byte
+	batches  segment.Scanner // over the batches of the last read
 	it       segment.RecordIter
 	inBatch  bool
 	err      error
@@ -199,7 +181,8 @@ func (r *Reader) Next() bool {
 				if r.limit != nil && rec.Offset >= r.limit() {
 					// A batch that straddles the high watermark: stop
 					// here and read it again once the mark moves.
-					r.inBatch, r.batches = false, nil
+					r.inBatch = false
+					r.batches.ResetBuffer(nil, segment.ScanOptions{})
 					return false
 				}
 				r.next = rec.Offset + 1
@@ -211,19 +194,18 @@ func (r *Reader) Next() bool {
 				return false
 			}
 		}
-		if len(r.batches) >= segment.HeaderSize {
-			h, err := segment.ParseHeader(r.batches, r.l.opts.Limits)
-			if err != nil || h.Size() > len(r.batches) {
-				r.err = fmt.Errorf("storage: %s: bad batch in read buffer: %w", r.l.dir, errors.Join(err, ErrCorrupt))
+		if r.batches.Next() {
+			b, _ := r.batches.Batch() // in the buffer: no error
+			if err := r.it.Reset(b, r.l.opts.Limits); err != nil {
+				r.err = fmt.Errorf("storage: %s: batch at offset %d: %w", r.l.dir, r.batches.Header().BaseOffset, err)
 				return false
 			}
-			if err := r.it.Reset(r.batches[:h.Size()], r.l.opts.Limits); err != nil {
-				r.err = fmt.Errorf("storage: %s: batch at offset %d: %w", r.l.dir, h.BaseOffset, err)
-				return false
-			}
-			r.batches = r.batches[h.Size():]
 			r.inBatch = true
 			continue
+		}
+		if err := r.batches.Err(); err != nil {
+			r.err = fmt.Errorf("storage: %s: bad batch in read buffer: %w", r.l.dir, err)
+			return false
 		}
 		limit := int64(math.MaxInt64)
 		if r.limit != nil {
@@ -237,7 +219,8 @@ func (r *Reader) Next() bool {
 		if len(data) == 0 {
 			return false // caught up
 		}
-		r.buf, r.batches = data, data
+		r.buf = data
+		r.batches.ResetBuffer(data, segment.ScanOptions{File: r.l.dir, Limits: r.l.opts.Limits})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"syscall"
 
@@ -33,40 +34,20 @@ type Region struct {
 // The same offset rules apply; at EndOffset the Region is empty.
 func (l *Log) ReadRegion(offset int64, maxBytes int) (*Region, error) {
 	gen := l.truncGen.Load()
-	for attempt := 0; ; attempt++ {
-		seg, pos, h, err := l.locate(offset, l.end.Load())
-		if err == errCaughtUp {
-			return &Region{FirstOffset: offset, NextOffset: offset}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		reg := &Region{seg: seg, Path: seg.LogPath(), Position: pos, Length: int64(h.Size()), FirstOffset: h.BaseOffset, NextOffset: h.NextOffset(), log: l, gen: gen}
-		size, err := seg.Size()
-		if err != nil {
-			return nil, err
-		}
-		var hb [segment.HeaderSize]byte
-		for p := pos + reg.Length; p+segment.HeaderSize <= size; {
-			if _, err = seg.ReadAt(hb[:], p); err != nil {
-				break
-			}
-			bh, herr := segment.ParseHeader(hb[:], l.opts.Limits)
-			if herr != nil {
-				return nil, &segment.CorruptError{File: seg.LogPath(), Pos: p, Err: herr}
-			}
-			if reg.Length+int64(bh.Size()) > int64(maxBytes) || p+int64(bh.Size()) > size {
-				break
-			}
-			reg.Length += int64(bh.Size())
-			reg.NextOffset = bh.NextOffset()
-			p += int64(bh.Size())
-		}
-		if err != nil && (errors.Is(err, segment.ErrDeleted) || errors.Is(err, io.EOF)) && attempt < 100 {
-			continue
-		}
-		return reg, nil
+	var sp segment.Span
+	var seg *segment.Segment
+	err := l.inSegment(offset, math.MaxInt64, func(s *segment.Segment, limit int64) (err error) {
+		seg = s
+		sp, err = s.Span(offset, maxBytes, limit)
+		return err
+	})
+	if err == errCaughtUp {
+		return &Region{FirstOffset: offset, NextOffset: offset}, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	return &Region{seg: seg, Path: seg.LogPath(), Position: sp.Position, Length: sp.Length, FirstOffset: sp.FirstOffset, NextOffset: sp.NextOffset, log: l, gen: gen}, nil
 }
 
 // Read reads the region's bytes sequentially, so a Region is an

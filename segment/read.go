@@ -1,0 +1,288 @@
+package segment
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"syscall"
+
+	"github.com/seglog/seglog/internal/vfs"
+)
+
+// logReader reads the .log through pread (from the map when there is
+// one). The caller holds s.mu.
+type logReader struct{ s *Segment }
+
+func (r logReader) ReadAt(p []byte, off int64) (int, error) {
+	if err := r.s.pread(p, off); err != nil {
+		return 0, fmt.Errorf("segment: read %s at %d: %w", r.s.LogPath(), off, err)
+	}
+	return len(p), nil
+}
+
+// scan starts sc over the .log's first size bytes. The caller holds s.mu.
+func (s *Segment) scan(sc *Scanner, size int64, opts ScanOptions) {
+	opts.File, opts.Limits = s.LogPath(), s.opts.Limits
+	sc.Reset(logReader{s}, size, opts)
+}
+
+// readHeader reads and checks the batch header at pos of a log of size
+// bytes, and that the whole batch lies within it.
+func (s *Segment) readHeader(pos, size int64) (Header, error) {
+	var sc Scanner
+	s.scan(&sc, size, ScanOptions{Start: pos})
+	if !sc.Next() {
+		if err := sc.Err(); err != nil {
+			return Header{}, err
+		}
+		return Header{}, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: no batch at the end of the file (%d)", ErrCorrupt, size)}
+	}
+	return sc.Header(), nil
+}
+
+// seekOffset advances sc to the batch that holds offset; io.EOF if none.
+func seekOffset(sc *Scanner, offset int64) error {
+	for sc.Next() {
+		if sc.Header().LastOffset() >= offset {
+			return nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return io.EOF
+}
+
+// Find returns the position and header of the batch that holds offset: an
+// index lookup, then a forward scan of batch headers. It returns io.EOF
+// when offset is at or past NextOffset.
+func (s *Segment) Find(offset int64) (int64, Header, error) {
+	if err := s.acquire(); err != nil {
+		return 0, Header{}, err
+	}
+	defer s.mu.RUnlock()
+	return s.findLocked(offset)
+}
+
+func (s *Segment) findLocked(offset int64) (int64, Header, error) {
+	size := s.size.Load()
+	if offset >= s.next.Load() {
+		return size, Header{}, io.EOF
+	}
+	var sc Scanner
+	s.scan(&sc, size, ScanOptions{Start: s.oidx.Lookup(offset).Position})
+	if err := seekOffset(&sc, offset); err != nil {
+		return sc.End(), Header{}, err
+	}
+	return sc.Pos(), sc.Header(), nil
+}
+
+// FindTime returns the position and header of the first batch whose max
+// timestamp is at or after ts, and io.EOF when there is none.
+func (s *Segment) FindTime(ts int64) (int64, Header, error) {
+	if err := s.acquire(); err != nil {
+		return 0, Header{}, err
+	}
+	defer s.mu.RUnlock()
+	// Entries with a timestamp below ts say that every record up to their
+	// offset is older than ts: start after the last of them.
+	from := s.base
+	if ts > math.MinInt64 {
+		if e, ok := s.tidx.Lookup(ts - 1); ok {
+			from = e.Offset
+		}
+	}
+	size := s.size.Load()
+	pos, _, err := s.findLocked(from)
+	if err != nil {
+		return pos, Header{}, err
+	}
+	var sc Scanner
+	s.scan(&sc, size, ScanOptions{Start: pos})
+	for sc.Next() {
+		if h := sc.Header(); h.MaxTimestamp >= ts {
+			return sc.Pos(), h, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return sc.End(), Header{}, err
+	}
+	return size, Header{}, io.EOF
+}
+
+// ReadAt reads len(p) bytes at pos of the .log, which must lie within the
+// published size.
+func (s *Segment) ReadAt(p []byte, pos int64) (int, error) {
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
+	if pos < 0 || pos+int64(len(p)) > s.size.Load() {
+		return 0, fmt.Errorf("segment: read of %d bytes at %d past the end (%d) of %s: %w", len(p), pos, s.size.Load(), s.LogPath(), io.EOF)
+	}
+	if err := s.pread(p, pos); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// DupFile returns a new descriptor of the segment's .log (dup(2)) and the
+// published size, for a zero-copy send that must not hold the segment's
+// lock while a slow socket drains: the descriptor stays readable after the
+// segment is closed or deleted; the caller closes it. A truncation after
+// the call shows as a short read.
+func (s *Segment) DupFile() (*os.File, int64, error) {
+	if err := s.acquire(); err != nil {
+		return nil, 0, err
+	}
+	defer s.mu.RUnlock()
+	osf := s.log.OSFile()
+	if osf == nil {
+		return nil, 0, fmt.Errorf("segment: %s has no OS file to duplicate", s.LogPath())
+	}
+	rc, err := osf.SyscallConn()
+	if err != nil {
+		return nil, 0, err
+	}
+	var fd int
+	var dupErr error
+	if err := rc.Control(func(sfd uintptr) { fd, dupErr = syscall.Dup(int(sfd)) }); err != nil {
+		return nil, 0, err
+	}
+	if dupErr != nil {
+		return nil, 0, fmt.Errorf("segment: dup %s: %w", s.LogPath(), dupErr)
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), s.LogPath()), s.size.Load(), nil
+}
+
+// Region pins the segment's open .log for a short read: fn gets the
+// file, and the segment cannot be closed, truncated or deleted until fn
+// returns. Do not wait on anything slow in fn (see DupFile).
+func (s *Segment) Region(fn func(f vfs.File, size int64) error) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	return fn(s.log, s.size.Load())
+}
+
+// ReadBatches reads whole batches starting with the one that holds offset,
+// stopping before a batch whose base offset is at or past limit, at most
+// maxBytes in all but always the first batch. It reuses dst's memory and
+// returns the batches at its start. Small reads (a record by offset) are
+// served from the map without a system call; larger ones (a consumer's
+// fetch) locate the first batch with reads of one index interval, then
+// pread the batches, which copies without faulting every page into this
+// process's page tables. It returns io.EOF when offset is at or past
+// NextOffset or limit.
+func (s *Segment) ReadBatches(dst []byte, offset int64, maxBytes int, limit int64) ([]byte, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	size := s.size.Load()
+	if offset >= s.next.Load() || offset >= limit {
+		return nil, io.EOF
+	}
+	maxBytes = max(maxBytes, 1)
+	opts := ScanOptions{File: s.LogPath(), Limits: s.opts.Limits, Start: s.oidx.Lookup(offset).Position}
+	if d := s.data; d != nil && size <= int64(len(d)) && maxBytes <= mappedReadMax {
+		var out []byte
+		err := guardFault(s.LogPath(), func() error {
+			var sc Scanner
+			opts.Buf = d[:size]
+			sc.Reset(nil, size, opts)
+			if err := seekOffset(&sc, offset); err != nil {
+				return err
+			}
+			first := sc.Pos()
+			n := takeBatches(&sc, maxBytes, limit)
+			out = append(dst[:0], d[first:first+n]...)
+			return nil
+		})
+		return out, err
+	}
+	var sc Scanner
+	opts.Window, opts.Buf = s.opts.IndexIntervalBytes+2*HeaderSize, dst
+	s.scan(&sc, size, opts)
+	if err := seekOffset(&sc, offset); err != nil {
+		return nil, err
+	}
+	first := sc.Pos()
+	n := max(int64(sc.Header().Size()), min(int64(maxBytes), size-first))
+	buf, err := s.readInto(sc.buf, first, n)
+	if err != nil {
+		return nil, err
+	}
+	sc.Reset(nil, n, ScanOptions{File: s.LogPath(), Limits: s.opts.Limits, Buf: buf})
+	sc.Next() // the first batch, whole in buf: checked by seekOffset
+	return buf[:takeBatches(&sc, maxBytes, limit)], nil
+}
+
+// takeBatches extends a read from sc's current batch over the batches that
+// follow while they start below limit and fit in maxBytes; it returns the
+// bytes from the current batch's start. A batch cut by the end of sc's
+// input ends the read (a fetch's buffer holds part of the next batch).
+func takeBatches(sc *Scanner, maxBytes int, limit int64) int64 {
+	n, _ := spanBatches(sc, maxBytes, limit)
+	return n
+}
+
+// spanBatches is takeBatches, also returning the offset after the last
+// batch taken.
+func spanBatches(sc *Scanner, maxBytes int, limit int64) (n, next int64) {
+	first, end, next := sc.Pos(), sc.End(), sc.Header().NextOffset()
+	for sc.Next() {
+		if sc.Header().BaseOffset >= limit || sc.End()-first > int64(maxBytes) {
+			break
+		}
+		end, next = sc.End(), sc.Header().NextOffset()
+	}
+	return end - first, next
+}
+
+// Span is where a read's batches lie in the .log, for a zero-copy send.
+type Span struct {
+	Position    int64 // of the first batch
+	Length      int64 // bytes of whole batches
+	FirstOffset int64 // base offset of the first batch
+	NextOffset  int64 // offset after the last batch
+}
+
+// Span locates the batches a ReadBatches with the same arguments would
+// return, reading only their headers.
+func (s *Segment) Span(offset int64, maxBytes int, limit int64) (Span, error) {
+	if err := s.acquire(); err != nil {
+		return Span{}, err
+	}
+	defer s.mu.RUnlock()
+	if offset >= s.next.Load() || offset >= limit {
+		return Span{}, io.EOF
+	}
+	var sc Scanner
+	s.scan(&sc, s.size.Load(), ScanOptions{Start: s.oidx.Lookup(offset).Position})
+	if err := seekOffset(&sc, offset); err != nil {
+		return Span{}, err
+	}
+	sp := Span{Position: sc.Pos(), FirstOffset: sc.Header().BaseOffset}
+	sp.Length, sp.NextOffset = spanBatches(&sc, max(maxBytes, 1), limit)
+	return sp, nil
+}
+
+// mappedReadMax is the largest maxBytes that ReadBatches serves from the map.
+const mappedReadMax = 64 << 10
+
+// readInto preads n bytes at pos into dst's memory.
+func (s *Segment) readInto(dst []byte, pos, n int64) ([]byte, error) {
+	if int64(cap(dst)) < n {
+		dst = make([]byte, n)
+	}
+	dst = dst[:n]
+	// Always pread: this serves the large reads (see mappedReadMax).
+	if _, err := s.log.ReadAt(dst, pos); err != nil {
+		return nil, fmt.Errorf("segment: read %s at %d: %w", s.LogPath(), pos, err)
+	}
+	return dst, nil
+}

@@ -1,0 +1,90 @@
+package segment
+
+import (
+	"fmt"
+	"math"
+)
+
+// OpenTail opens, read-only, the active segment of a log that another
+// process is appending to: it changes nothing on disk. Its end is the last
+// complete, valid batch found by scanning from the last index entry; a
+// batch being written is simply not there yet. Refresh looks again.
+func OpenTail(dir string, base int64, opts Options) (*Segment, error) {
+	s := newSegment(dir, base, opts)
+	s.tail = true
+	s.lastPos = -1
+	s.size.Store(0)
+	if _, err := s.Refresh(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Shrunk reports whether the writer truncated a tail segment (OpenTail)
+// under this view: the file is shorter than what the view has read, or the
+// last batch it read is no longer there (truncated, then written again).
+func (s *Segment) Shrunk() (bool, error) {
+	if err := s.acquire(); err != nil {
+		return false, err
+	}
+	defer s.mu.RUnlock()
+	fi, err := s.log.Stat()
+	if err != nil {
+		return false, fmt.Errorf("segment: %w", err)
+	}
+	if fi.Size() < s.size.Load() {
+		return true, nil
+	}
+	s.refreshMu.Lock()
+	pos, sum := s.lastPos, s.lastSum
+	s.refreshMu.Unlock()
+	if pos < 0 {
+		return false, nil
+	}
+	var hb [HeaderSize]byte
+	if _, err := s.log.ReadAt(hb[:], pos); err != nil {
+		return true, nil
+	}
+	h, err := ParseHeader(hb[:], s.opts.Limits)
+	return err != nil || h.Checksum != sum, nil
+}
+
+// Refresh extends a tail segment (OpenTail) over the complete batches the
+// writer has appended since, and reports whether it grew.
+func (s *Segment) Refresh() (bool, error) {
+	if err := s.acquire(); err != nil {
+		return false, err
+	}
+	defer s.mu.RUnlock()
+	fi, err := s.log.Stat()
+	if err != nil {
+		return false, fmt.Errorf("segment: %w", err)
+	}
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	pos, next := s.size.Load(), s.next.Load()
+	if pos == 0 {
+		start := s.oidx.Lookup(math.MaxInt64)
+		if start.Position < fi.Size() {
+			pos, next = start.Position, start.Offset
+		}
+	}
+	// A batch being written, or one not ours to judge, ends the scan:
+	// it is looked at again by the next Refresh.
+	var sc Scanner
+	s.scan(&sc, fi.Size(), ScanOptions{Start: pos, Verify: true, CheckOffsets: true, FirstOffset: next, Window: tailWindow})
+	grew := false
+	for sc.Next() {
+		h := sc.Header()
+		s.noteBatch(h)
+		s.lastPos, s.lastSum = sc.Pos(), h.Checksum
+		pos, next = sc.End(), h.NextOffset()
+		grew = true
+	}
+	if grew {
+		s.size.Store(pos)
+		s.next.Store(next)
+	}
+	return grew, nil
+}

@@ -1,0 +1,269 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/internal/vfs"
+)
+
+// noteBatch updates the writer's view after a batch at the end.
+func (s *Segment) noteBatch(h Header) {
+	if h.MaxTimestamp > s.maxTS.Load() || s.maxTSOff.Load() < 0 {
+		s.maxTS.Store(h.MaxTimestamp)
+		s.maxTSOff.Store(h.BaseOffset)
+	}
+}
+
+// Append writes an encoded batch, whose base offset must be NextOffset and
+// whose header h the caller has verified, at the end of the segment, and
+// adds index entries every IndexIntervalBytes. The new end is published
+// only after the bytes are written. It does not sync. On error nothing is
+// published and the file is cut back to its previous size.
+func (s *Segment) Append(batch []byte, h Header) (pos int64, err error) {
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
+	if !s.writable {
+		return 0, ErrSealed
+	}
+	if h.BaseOffset != s.next.Load() {
+		return 0, fmt.Errorf("segment: append at offset %d, next is %d", h.BaseOffset, s.next.Load())
+	}
+	pos = s.size.Load()
+	if pos+int64(len(batch)) > MaxSegmentBytes || h.NextOffset()-s.base > math.MaxUint32 {
+		return 0, ErrFull
+	}
+	if s.indexDue(pos) && (s.oidx.Full() || s.tidx.Full()) {
+		return 0, ErrFull
+	}
+	// On any error below, the writer's view goes back to what it was.
+	prevTS, prevTSOff, prevSince := s.maxTS.Load(), s.maxTSOff.Load(), s.sinceIndex
+	defer func() {
+		if err != nil {
+			s.maxTS.Store(prevTS)
+			s.maxTSOff.Store(prevTSOff)
+			s.sinceIndex = prevSince
+		}
+	}()
+	if _, err := s.log.WriteAt(batch, pos); err != nil {
+		// Cut off whatever part reached the file so that the next append
+		// and a reopen see the segment as it was.
+		_ = s.log.Truncate(pos)
+		return 0, fmt.Errorf("segment: write %s at %d: %w", s.LogPath(), pos, err)
+	}
+	if err := s.addBatchLocked(h, pos, false); err != nil {
+		_ = s.log.Truncate(pos)
+		return 0, fmt.Errorf("segment: %w", err)
+	}
+	s.size.Store(pos + int64(len(batch)))
+	s.next.Store(h.NextOffset())
+	return pos, nil
+}
+
+// indexDue reports whether the batch at pos gets index entries: the first
+// batch after IndexIntervalBytes of log data since the last entry.
+func (s *Segment) indexDue(pos int64) bool {
+	return s.sinceIndex >= s.opts.IndexIntervalBytes && pos > 0
+}
+
+// addBatchLocked records the batch h, written at pos, in the writer state
+// and, when due, in the indexes: an offset entry, and a time entry if the
+// largest timestamp grew past the last one. Append and recovery share this
+// rule. With lenient (recovery), a full index or a full disk only skips
+// the entries: indexes are derived data, lookups then scan further. On an
+// error the indexes are as they were; the caller restores the rest.
+func (s *Segment) addBatchLocked(h Header, pos int64, lenient bool) error {
+	due := s.indexDue(pos)
+	skip := func(err error) bool {
+		return lenient && (errors.Is(err, index.ErrFull) || vfs.IsNoSpace(err))
+	}
+	if due {
+		if err := s.oidx.Append(h.BaseOffset, pos); err != nil && !skip(err) {
+			return err
+		}
+	}
+	s.noteBatch(h)
+	if due {
+		if last, ok := s.tidx.Last(); !ok || (s.maxTS.Load() > last.Timestamp && s.maxTSOff.Load() > last.Offset) {
+			if err := s.tidx.Append(s.maxTS.Load(), s.maxTSOff.Load()); err != nil && !skip(err) {
+				_ = s.oidx.TruncateTo(h.BaseOffset)
+				return err
+			}
+		}
+		s.sinceIndex = 0
+	}
+	if pos == 0 {
+		s.firstTS.Store(h.MaxTimestamp)
+	}
+	s.sinceIndex += h.Size()
+	return nil
+}
+
+// Sync flushes the .log to stable storage. The indexes are derived data:
+// Seal makes them durable, and an active segment's indexes are rebuilt by
+// recovery after a crash, so an fsync per append costs one fsync.
+func (s *Segment) Sync() error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	if err := s.log.Sync(); err != nil {
+		return fmt.Errorf("segment: fsync %s: %w", s.LogPath(), err)
+	}
+	return nil
+}
+
+// Seal makes an active segment read-only: a final time-index entry for its
+// largest timestamp, then both indexes trimmed to their used length and
+// fsynced. When the fsync fails, the next Seal (or closing the files)
+// tries it again: Seal returns nil only once the indexes are durable.
+func (s *Segment) Seal() error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.writable && !s.indexSyncPending {
+		return nil
+	}
+	if s.log == nil {
+		if err := s.openFilesLocked(); err != nil {
+			return err
+		}
+	}
+	if s.writable {
+		if err := s.appendFinalTimeEntryLocked(); err != nil {
+			return err
+		}
+		if err := errors.Join(s.oidx.Seal(), s.tidx.Seal()); err != nil {
+			return fmt.Errorf("segment: seal: %w", err)
+		}
+		s.writable = false
+		s.indexSyncPending = true
+	}
+	return s.syncSealedIndexesLocked()
+}
+
+// syncSealedIndexesLocked fsyncs the indexes of a segment that Seal trimmed
+// and has not yet made durable. The recovery point moves past a sealed
+// segment, so a crash never rescans it: its indexes must be durable
+// (entries and trimmed size). The caller holds s.mu for writing.
+func (s *Segment) syncSealedIndexesLocked() error {
+	if !s.indexSyncPending || s.log == nil {
+		return nil
+	}
+	if err := errors.Join(s.oidx.Sync(), s.tidx.Sync()); err != nil {
+		return fmt.Errorf("segment: seal: %w", err)
+	}
+	s.indexSyncPending = false
+	return nil
+}
+
+func (s *Segment) appendFinalTimeEntryLocked() error {
+	off := s.maxTSOff.Load()
+	if off < 0 {
+		return nil
+	}
+	last, ok := s.tidx.Last()
+	if ok && (s.maxTS.Load() <= last.Timestamp || off <= last.Offset) {
+		return nil
+	}
+	if err := s.tidx.Append(s.maxTS.Load(), off); err != nil && !errors.Is(err, index.ErrFull) && !vfs.IsNoSpace(err) {
+		return fmt.Errorf("segment: %w", err)
+	}
+	return nil
+}
+
+// TruncatedEnd returns what NextOffset becomes after TruncateTo(offset):
+// the base offset of the batch that holds offset, or NextOffset when
+// offset is at or past it. It changes nothing.
+func (s *Segment) TruncatedEnd(offset int64) (int64, error) {
+	if next := s.NextOffset(); offset >= next {
+		return next, nil
+	}
+	_, h, err := s.Find(max(offset, s.base))
+	if err != nil {
+		return 0, err
+	}
+	return h.BaseOffset, nil
+}
+
+// TruncateTo removes every batch with a record at or after offset, with
+// their index entries. When offset falls inside a batch the whole batch
+// goes: the new NextOffset is its base offset. It returns the new
+// NextOffset.
+func (s *Segment) TruncateTo(offset int64) (int64, error) {
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.log == nil {
+		if err := s.openFilesLocked(); err != nil {
+			return 0, err
+		}
+	}
+	if offset >= s.next.Load() {
+		return s.next.Load(), nil
+	}
+	if !s.writable {
+		if err := s.reopenWritableLocked(); err != nil {
+			return 0, err
+		}
+	}
+	pos, h, err := s.findLocked(max(offset, s.base))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	newNext := s.base
+	if err == nil {
+		newNext = h.BaseOffset
+	}
+	if err := s.cutLocked(pos, newNext); err != nil {
+		return 0, err
+	}
+	return newNext, nil
+}
+
+// cutLocked truncates the log at pos, whose first batch starts at newNext,
+// drops index entries at and after it, and recomputes the writer state.
+func (s *Segment) cutLocked(pos, newNext int64) error {
+	if err := s.log.Truncate(pos); err != nil {
+		return fmt.Errorf("segment: truncate %s to %d: %w", s.LogPath(), pos, err)
+	}
+	if err := errors.Join(s.oidx.TruncateTo(newNext), s.tidx.TruncateTo(newNext)); err != nil {
+		return fmt.Errorf("segment: %w", err)
+	}
+	s.size.Store(pos)
+	s.next.Store(newNext)
+	if pos == 0 {
+		s.firstTS.Store(math.MinInt64)
+	}
+	return s.rescanWriterStateLocked()
+}
+
+// rescanWriterStateLocked recomputes the max timestamp and the bytes since
+// the last index entry by scanning from the last index entry.
+func (s *Segment) rescanWriterStateLocked() error {
+	s.maxTS.Store(math.MinInt64)
+	s.maxTSOff.Store(-1)
+	if last, ok := s.tidx.Last(); ok {
+		s.maxTS.Store(last.Timestamp)
+		s.maxTSOff.Store(last.Offset)
+	}
+	s.sinceIndex = 0
+	var sc Scanner
+	s.scan(&sc, s.size.Load(), ScanOptions{Start: s.oidx.Lookup(math.MaxInt64).Position})
+	for sc.Next() {
+		s.noteBatch(sc.Header())
+		s.sinceIndex += sc.Header().Size()
+	}
+	return sc.Err()
+}

@@ -95,12 +95,14 @@ type lockedBuffer struct {
 	b  strings.Builder
 }
 
+// Write appends p.
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
+// String returns what was written so far.
 func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

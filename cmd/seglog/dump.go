@@ -369,6 +369,7 @@ func dumpLogBytes(w, stderr io.Writer, data []byte, name string, o dumpOptions) 
 
 type readerAtBytes []byte
 
+// ReadAt reads len(p) bytes at off, like a file.
 func (b readerAtBytes) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > int64(len(b)) {
 		return 0, fmt.Errorf("read at %d: %w", off, os.ErrInvalid)

@@ -32,7 +32,7 @@ bytes (uncompressed records): a batch closes when the next line would take
 it past either cap (a line larger than --batch-bytes goes alone), when
 --linger has passed since its first line, or (with --linger 0, the
 default) as soon as no more input is already waiting. A line longer than
-the largest batch the engine accepts (16 MiB) is an error.
+the largest batch the engine accepts (16MiB) is an error.
 With --partition P every record goes to P; otherwise a record with a key
 goes to hash(key) mod partitions and keyless records go round-robin, one
 batch at a time.

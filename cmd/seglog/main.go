@@ -58,6 +58,7 @@ func commands() []command {
 		{"offsets", "show consumer-group offsets and lag; reset a group's offsets", runOffsets},
 		{"retention", "run the retention cleaner once", runRetention},
 		{"topics", "list, create and delete topics", runTopics},
+		{"queue", "put, get and peek items of a Kestrel-style queue", runQueue},
 		{"bench", "measure the storage engine on this disk", runBench},
 	}
 }

@@ -1,0 +1,479 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/seglog/seglog/offsets"
+	"github.com/seglog/seglog/queue"
+	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/storage"
+)
+
+const queueUsage = `seglog queue put   --dir DIR --queue Q [--ttl DURATION] [--sync none|always] < LINES
+       seglog queue get   --dir DIR --queue Q [--max N] [--wait DURATION] [--lease DURATION] [--format text|json]
+       seglog queue peek  --dir DIR --queue Q [--max N] [--format text|json]
+       seglog queue stats --dir DIR [--queue Q] [--json]`
+
+const queueDesc = `
+Kestrel-style queues (package queue): put appends items, get hands each
+out once and removes it, peek shows what get would hand out next, stats
+shows positions and backlog.
+
+A queue Q in a data directory is the topic Q with one partition (its items,
+one record each: DIR/Q-0/) and the committed position of the consumer
+group "__queue" on it (DIR/offsets/), with the items confirmed above that
+position in the commit's metadata. seglog topics, consume and verify see
+the items; seglog offsets --group __queue the positions.
+
+Items may carry an expiry (put --ttl; the record header "expires-at", in
+milliseconds since the epoch): an expired item is never handed out.
+
+  seglog queue put --dir DIR --queue Q [--ttl D] [--sync none|always] < LINES
+  seglog queue get --dir DIR --queue Q [--max N] [--wait D] [--lease D]
+  seglog queue peek --dir DIR --queue Q [--max N]
+  seglog queue stats --dir DIR [--queue Q] [--json]
+
+Run "seglog queue SUBCOMMAND --help" for each one's flags.`
+
+const queueExample = `
+printf 'resize img-1\nresize img-2\n' | seglog queue put --dir /var/lib/seglog --queue jobs --ttl 1h
+seglog queue get --dir /var/lib/seglog --queue jobs --wait 10s
+seglog queue stats --dir /var/lib/seglog`
+
+func runQueue(e *env, args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "put":
+			return runQueuePut(e, args[1:])
+		case "get":
+			return runQueueGet(e, args[1:])
+		case "peek":
+			return runQueuePeek(e, args[1:])
+		case "stats":
+			return runQueueStats(e, args[1:])
+		}
+	}
+	c := newCLI(e, "seglog queue", queueUsage, queueDesc, queueExample)
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return c.usageErr("unknown subcommand %q: want put, get, peek or stats", pos[0])
+	}
+	return c.usageErr("a subcommand is required: put, get, peek or stats")
+}
+
+// openedQueue is a queue with the stores it was opened on.
+type openedQueue struct {
+	q     *queue.Queue
+	ost   *offsets.Store
+	store *storage.Store
+}
+
+// close closes the queue and the stores, returning the first error.
+func (o *openedQueue) close() error {
+	var errs []error
+	if o.q != nil {
+		if err := o.q.Close(); err != nil && !errors.Is(err, queue.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if o.ost != nil {
+		if err := o.ost.Close(); err != nil && !errors.Is(err, offsets.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if o.store != nil {
+		if err := o.store.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// openQueue opens queue name in dir. With create, the data directory and
+// the queue are created when missing; without, a missing queue is an
+// error. It reports failures and returns nil and the exit code.
+func openQueue(c *cli, dir, name string, create bool, logOpts storage.Options, qopts queue.Options) (*openedQueue, int) {
+	if err := storage.ValidateTopic(name); err != nil {
+		return nil, c.usageErr("--queue: %v", err)
+	}
+	store, code := openStore(c, dir, create, storage.StoreOptions{Log: logOpts})
+	if store == nil {
+		return nil, code
+	}
+	o := &openedQueue{store: store}
+	if !create {
+		if _, err := store.Partitions(name); errors.Is(err, storage.ErrUnknownTopic) {
+			o.close()
+			return nil, c.fail("queue %s does not exist in %s", name, dir)
+		}
+	}
+	var err error
+	if o.ost, err = openOffsets(dir); err != nil {
+		o.close()
+		return nil, c.fail("%v", err)
+	}
+	if o.q, err = queue.Open(store, o.ost, name, qopts); err != nil {
+		o.close()
+		return nil, c.fail("%v", err)
+	}
+	return o, exitOK
+}
+
+const queuePutDesc = `
+Append the lines of stdin to queue Q as items, one per line (only the
+trailing "\n" is removed), creating the data directory and the queue if
+needed. The offset of each item is printed once it is appended under
+--sync (always: fsynced first). With --ttl D each item expires D after it
+is put: get never hands it out after that.`
+
+const queuePutExample = `
+printf 'a\nb\n' | seglog queue put --dir /var/lib/seglog --queue jobs
+seglog queue put --dir /var/lib/seglog --queue alerts --ttl 5m --sync always < alerts.txt`
+
+// queuePutBatch caps the lines of one append.
+const queuePutBatch = 1000
+
+func runQueuePut(e *env, args []string) int {
+	c := newCLI(e, "seglog queue put", "seglog queue put --dir DIR --queue Q [--ttl DURATION] [--sync none|always] < LINES", queuePutDesc, queuePutExample)
+	dir := c.fs.String("dir", "", "data directory (required; created if needed)")
+	name := c.fs.String("queue", "", "queue name (required; created if needed)")
+	ttl := c.fs.Duration("ttl", 0, "expire each item this long after it is put (0: never)")
+	syncName := c.fs.String("sync", "none", "durability: none (the OS writes back; flushed at the end) or always (fsync before the offset is printed)")
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return code
+	}
+	if code, bad := c.required(pos, "unexpected argument %q (items come from stdin)", "dir", *dir, "queue", *name); bad {
+		return code
+	}
+	if *ttl < 0 {
+		return c.usageErr("--ttl %v is negative", *ttl)
+	}
+	var sync storage.SyncPolicy
+	switch *syncName {
+	case "none":
+		sync = storage.SyncNever
+	case "always":
+		sync = storage.SyncAlways
+	default:
+		return c.usageErr("--sync %q: want none or always", *syncName)
+	}
+	o, code := openQueue(c, *dir, *name, true, storage.Options{Sync: sync}, queue.Options{SweepInterval: -1})
+	if o == nil {
+		return code
+	}
+	defer o.close()
+	out := bufio.NewWriter(e.stdout)
+	in := bufio.NewReaderSize(e.stdin, 64<<10)
+	var (
+		msgs  []queue.Message
+		bytes int
+		line  int
+	)
+	flush := func() error {
+		if len(msgs) == 0 {
+			return nil
+		}
+		res, err := o.q.Append(msgs...)
+		if err != nil {
+			return fmt.Errorf("append lines %d to %d: %w", line-len(msgs)+1, line, err)
+		}
+		for off := res.FirstOffset; off <= res.LastOffset; off++ {
+			fmt.Fprintln(out, off)
+		}
+		msgs, bytes = msgs[:0], 0
+		return out.Flush()
+	}
+	for {
+		b, err := in.ReadBytes('\n')
+		if len(b) > 0 {
+			line++
+			if b[len(b)-1] == '\n' {
+				b = b[:len(b)-1]
+			}
+			if len(b) > maxLineBytes {
+				if ferr := flush(); ferr != nil {
+					return c.fail("%v", ferr)
+				}
+				return c.fail("line %d: %d bytes, more than an item can hold (%d); lines before it were put", line, len(b), maxLineBytes)
+			}
+			if bytes+len(b)+recordOverhead > defaultBatchBytes || len(msgs) == queuePutBatch {
+				if err := flush(); err != nil {
+					return c.fail("%v", err)
+				}
+			}
+			msgs = append(msgs, queue.Message{Value: b, TTL: *ttl})
+			bytes += len(b) + recordOverhead
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if ferr := flush(); ferr != nil {
+				return c.fail("%v", ferr)
+			}
+			return c.fail("read stdin: %v", err)
+		}
+	}
+	if err := flush(); err != nil {
+		return c.fail("%v", err)
+	}
+	if err := o.close(); err != nil {
+		return c.fail("%v", err)
+	}
+	return exitOK
+}
+
+const queueGetDesc = `
+Hand out up to --max items of queue Q (0: every item there is) and remove
+them. Each item is opened under a lease of --lease, written to stdout and
+flushed, and only then confirmed (at least once: if seglog dies before the
+confirm, the item is handed out again by the next get; if stdout fails,
+the item is given back). Items whose expiry has passed are skipped.
+
+With --wait D, get waits up to D in all for items to arrive (Ctrl-C stops
+it; exit 0); without, it takes what is there. An empty queue prints
+nothing and exits 0.
+
+--format text prints each value and a newline; json one object per line:
+{"offset","timestamp","key","value","headers","expires_at","deliveries"}
+(expires_at: ms since the epoch, or null).`
+
+const queueGetExample = `
+seglog queue get --dir /var/lib/seglog --queue jobs
+seglog queue get --dir /var/lib/seglog --queue jobs --max 0 --format json
+seglog queue get --dir /var/lib/seglog --queue jobs --max 10 --wait 30s`
+
+func runQueueGet(e *env, args []string) int {
+	c := newCLI(e, "seglog queue get", "seglog queue get --dir DIR --queue Q [--max N] [--wait DURATION] [--lease DURATION] [--format text|json]", queueGetDesc, queueGetExample)
+	dir := c.fs.String("dir", "", "data directory (required)")
+	name := c.fs.String("queue", "", "queue name (required)")
+	maxN := c.fs.Int("max", 1, "hand out at most this many items (0: all there are)")
+	wait := c.fs.Duration("wait", 0, "wait up to this long in all for items to arrive (0: do not wait)")
+	leaseFor := c.fs.Duration("lease", queue.DefaultLeaseTimeout, "lease of each item until it is printed and confirmed")
+	format := c.fs.String("format", "text", "output format: text or json")
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return code
+	}
+	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir, "queue", *name); bad {
+		return code
+	}
+	switch {
+	case *maxN < 0:
+		return c.usageErr("--max %d is negative", *maxN)
+	case *wait < 0:
+		return c.usageErr("--wait %v is negative", *wait)
+	case *leaseFor <= 0:
+		return c.usageErr("--lease %v: want a positive duration", *leaseFor)
+	case *format != "text" && *format != "json":
+		return c.usageErr("--format %q: want text or json", *format)
+	}
+	o, code := openQueue(c, *dir, *name, false, storage.Options{}, queue.Options{LeaseTimeout: *leaseFor})
+	if o == nil {
+		return code
+	}
+	defer o.close()
+	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *wait)
+		defer cancel()
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		cancel() // a poll: Open takes what is there
+	}
+	w := bufio.NewWriter(e.stdout)
+	for n := 0; *maxN == 0 || n < *maxN; n++ {
+		it, err := o.q.Open(ctx)
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				break
+			}
+			return c.fail("%v", err)
+		}
+		if err := printQueueItem(w, &it, *format == "json"); err != nil {
+			if aerr := o.q.Abort(it.Lease); aerr != nil {
+				return c.fail("write stdout: %v; giving item %d back: %v (it is handed out again after its lease)", err, it.Offset, aerr)
+			}
+			return c.fail("write stdout: %v (item %d is not removed)", err, it.Offset)
+		}
+		if err := o.q.Confirm(it.Lease); err != nil {
+			return c.fail("item %d was printed but not removed (it will be handed out again): %v", it.Offset, err)
+		}
+	}
+	if err := o.close(); err != nil {
+		return c.fail("%v", err)
+	}
+	return exitOK
+}
+
+const queuePeekDesc = `
+Print up to --max of the items that get would hand out next, in that
+order, without handing them out. Expired items are left out.`
+
+const queuePeekExample = `
+seglog queue peek --dir /var/lib/seglog --queue jobs --max 5 --format json`
+
+func runQueuePeek(e *env, args []string) int {
+	c := newCLI(e, "seglog queue peek", "seglog queue peek --dir DIR --queue Q [--max N] [--format text|json]", queuePeekDesc, queuePeekExample)
+	dir := c.fs.String("dir", "", "data directory (required)")
+	name := c.fs.String("queue", "", "queue name (required)")
+	maxN := c.fs.Int("max", 10, "print at most this many items")
+	format := c.fs.String("format", "text", "output format: text or json")
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return code
+	}
+	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir, "queue", *name); bad {
+		return code
+	}
+	switch {
+	case *maxN < 1:
+		return c.usageErr("--max %d: want at least 1", *maxN)
+	case *format != "text" && *format != "json":
+		return c.usageErr("--format %q: want text or json", *format)
+	}
+	o, code := openQueue(c, *dir, *name, false, storage.Options{}, queue.Options{SweepInterval: -1})
+	if o == nil {
+		return code
+	}
+	defer o.close()
+	items, err := o.q.Peek(*maxN)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	w := bufio.NewWriter(e.stdout)
+	for i := range items {
+		if err := printQueueItem(w, &items[i], *format == "json"); err != nil {
+			return c.fail("write stdout: %v", err)
+		}
+	}
+	if err := o.close(); err != nil {
+		return c.fail("%v", err)
+	}
+	return exitOK
+}
+
+const queueStatsDesc = `
+Show queue Q, or every queue of the data directory (every topic that the
+group "__queue" reads): its committed position (every item below it is
+removed or expired), the log end, the items pending (not removed, expiry
+not yet applied) and the items removed above the position (out of order;
+they wait for the position to reach them).`
+
+const queueStatsExample = `
+seglog queue stats --dir /var/lib/seglog
+seglog queue stats --dir /var/lib/seglog --queue jobs --json`
+
+type queueStatsRow struct {
+	Queue          string `json:"queue"`
+	Position       int64  `json:"position"`
+	End            int64  `json:"end_offset"`
+	Pending        int64  `json:"pending"`
+	ConfirmedAbove int64  `json:"confirmed_above"`
+}
+
+func runQueueStats(e *env, args []string) int {
+	c := newCLI(e, "seglog queue stats", "seglog queue stats --dir DIR [--queue Q] [--json]", queueStatsDesc, queueStatsExample)
+	dir := c.fs.String("dir", "", "data directory (required)")
+	name := c.fs.String("queue", "", "show only this queue")
+	asJSON := c.fs.Bool("json", false, "print one JSON object per queue per line instead of a table")
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return code
+	}
+	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir); bad {
+		return code
+	}
+	names := []string{*name}
+	if *name == "" {
+		store, code := openStore(c, *dir, false, storage.StoreOptions{})
+		if store == nil {
+			return code
+		}
+		ost, err := openOffsets(*dir)
+		if err != nil {
+			store.Close()
+			return c.fail("%v", err)
+		}
+		names = names[:0]
+		for _, t := range store.Topics() {
+			for _, g := range ost.Readers(t.Name) {
+				if g == queue.Group {
+					names = append(names, t.Name)
+				}
+			}
+		}
+		ost.Close()
+		store.Close()
+	}
+	var rows []queueStatsRow
+	for _, n := range names {
+		o, code := openQueue(c, *dir, n, false, storage.Options{}, queue.Options{SweepInterval: -1})
+		if o == nil {
+			return code
+		}
+		st := o.q.Stats()
+		rows = append(rows, queueStatsRow{Queue: n, Position: st.Head, End: st.End, Pending: st.Pending, ConfirmedAbove: st.ConfirmedAbove})
+		if err := o.close(); err != nil {
+			return c.fail("%v", err)
+		}
+	}
+	w := bufio.NewWriter(e.stdout)
+	if *asJSON {
+		for _, r := range rows {
+			_ = writeJSONLine(w, r)
+		}
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "QUEUE\tPOSITION\tEND\tPENDING\tCONFIRMED-ABOVE")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", r.Queue, r.Position, r.End, r.Pending, r.ConfirmedAbove)
+		}
+		tw.Flush()
+	}
+	if err := w.Flush(); err != nil {
+		return c.fail("write output: %v", err)
+	}
+	return exitOK
+}
+
+// queueItemJSON is an item as get and peek --format json print it.
+type queueItemJSON struct {
+	recordJSON
+	ExpiresAt  *int64 `json:"expires_at"`
+	Deliveries int    `json:"deliveries"`
+}
+
+// printQueueItem writes an item and flushes w.
+func printQueueItem(w *bufio.Writer, it *queue.Item, asJSON bool) error {
+	if asJSON {
+		rec := segment.Record{Offset: it.Offset, Timestamp: it.Timestamp, Key: it.Key, Value: it.Value, Headers: it.Headers}
+		j := queueItemJSON{recordJSON: newRecordJSON(&rec, 0), Deliveries: it.Deliveries}
+		if !it.ExpiresAt.IsZero() {
+			ms := it.ExpiresAt.UnixMilli()
+			j.ExpiresAt = &ms
+		}
+		if err := writeJSONLine(w, j); err != nil {
+			return err
+		}
+	} else {
+		w.Write(it.Value)
+		w.WriteByte('\n')
+	}
+	return w.Flush()
+}

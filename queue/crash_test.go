@@ -62,17 +62,20 @@ func crashChild(dir string) {
 	most := 1 + rng.IntN(8)
 	for {
 		if len(open) < most {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+			// Holding none, wait for an item; else take one if there is one.
+			ctx, cancel := context.WithCancel(context.Background())
+			if len(open) > 0 {
+				cancel()
+			}
 			it, err := q.Open(ctx)
 			cancel()
 			if err == nil {
 				open = append(open, it)
 				continue
 			}
-		}
-		if len(open) == 0 {
-			time.Sleep(time.Millisecond) // the parent tops the queue up between runs
-			continue
+			if len(open) == 0 {
+				fail("open", err)
+			}
 		}
 		i := rng.IntN(len(open))
 		it := open[i]

@@ -74,8 +74,8 @@
 // the Unix epoch; Put and Append write it from a TTL) expires at that
 // time. Kestrel checked expiry in two places, and so does this queue:
 //
-//   - on consume: Get, Open and Peek skip an item whose expiry has passed
-//     (it becomes done and is counted in Stats.Expired);
+//   - on consume: Get and Open skip an item whose expiry has passed (it
+//     becomes done and is counted in Stats.Expired); Peek leaves it out;
 //   - on a timer: a goroutine started by New (and stopped by Close, which
 //     waits for it) runs Sweep every Options.SweepInterval; Sweep hands
 //     expired leases' items back, discards the expired items at the head

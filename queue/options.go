@@ -111,6 +111,7 @@ var (
 	// ErrInvalidOptions reports Options or arguments that cannot be used.
 	ErrInvalidOptions = errors.New("queue: invalid options")
 	// ErrCorrupt is wrapped by the error of New when the committed
-	// position's metadata, written by a Queue, does not decode.
+	// position's metadata is neither empty nor a queue's encoding of the
+	// confirmed-above set (see the package doc, Position).
 	ErrCorrupt = errors.New("queue: corrupt committed state")
 )

@@ -87,10 +87,14 @@ type Store struct {
 	opts   StoreOptions
 	budget *segment.Budget
 
-	mu     sync.Mutex // guards topics, logs, closed
-	topics map[string]int
-	logs   map[string]*Log // by partition directory name
-	closed bool
+	// mu guards topics, logs, deleting and closed. It is never held
+	// while a log opens (recovery can take long) or closes: a slot in
+	// logs stands for a log being opened.
+	mu       sync.Mutex
+	topics   map[string]int
+	logs     map[string]*logSlot // by partition directory name
+	deleting map[string]bool     // topics whose logs DeleteTopic is closing
+	closed   bool
 
 	lock *dirLock      // exclusive flock on the root directory
 	rr   atomic.Uint64 // round-robin partitioner
@@ -107,7 +111,7 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 	if opts.MaxOpenFiles <= 0 {
 		opts.MaxOpenFiles = defaultMaxOpenFiles()
 	}
-	s := &Store{root: root, opts: opts, budget: segment.NewBudget(opts.MaxOpenFiles), topics: map[string]int{}, logs: map[string]*Log{}, stop: make(chan struct{})}
+	s := &Store{root: root, opts: opts, budget: segment.NewBudget(opts.MaxOpenFiles), topics: map[string]int{}, logs: map[string]*logSlot{}, deleting: map[string]bool{}, stop: make(chan struct{})}
 	s.opts.Log.Budget = s.budget
 	s.opts.Log.externalFlusher = true
 	s.opts.Log.unlocked = true // the store's lock covers its logs
@@ -222,6 +226,9 @@ func (s *Store) CreateTopic(topic string, partitions int) error {
 	if s.closed {
 		return ErrClosed
 	}
+	if s.deleting[topic] {
+		return fmt.Errorf("%w: %s is being deleted", ErrTopicExists, topic)
+	}
 	if n, ok := s.topics[topic]; ok {
 		if n == partitions {
 			return nil
@@ -275,34 +282,56 @@ func (s *Store) Partitions(topic string) (int, error) {
 	return n, nil
 }
 
+// logSlot is a partition's log in the store: ready is closed once the
+// first caller of Log has opened it (l) or failed (err).
+type logSlot struct {
+	ready chan struct{}
+	l     *Log
+	err   error
+}
+
 // Log returns a partition's log, opening it on first use. The Log stays
 // valid until the store is closed or the topic deleted; do not Close it.
+// Partitions open concurrently: one partition's recovery does not hold up
+// the others (callers for the same partition wait for its opening).
 func (s *Store) Log(topic string, partition int32) (*Log, error) {
 	if err := ValidateTopic(topic); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil, ErrClosed
 	}
 	n, ok := s.topics[topic]
-	if !ok {
+	if !ok || s.deleting[topic] {
+		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
 	}
 	if partition < 0 || int(partition) >= n {
+		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s has partitions 0 to %d, not %d", ErrInvalidPartition, topic, n-1, partition)
 	}
 	name := PartitionDir(topic, partition)
-	if l, ok := s.logs[name]; ok {
-		return l, nil
+	slot, ok := s.logs[name]
+	if ok {
+		s.mu.Unlock()
+		<-slot.ready
+		return slot.l, slot.err
 	}
+	slot = &logSlot{ready: make(chan struct{})}
+	s.logs[name] = slot
+	s.mu.Unlock()
+
 	l, err := Open(filepath.Join(s.root, name), s.opts.Log)
+	s.mu.Lock()
 	if err != nil {
-		return nil, err
+		delete(s.logs, name) // the next caller tries again
 	}
-	s.logs[name] = l
-	return l, nil
+	slot.l, slot.err = l, err
+	close(slot.ready)
+	s.mu.Unlock()
+	return l, err
 }
 
 // DeleteTopic closes a topic's logs and removes its directories. Each is
@@ -316,23 +345,40 @@ func (s *Store) DeleteTopic(topic string) error {
 		return err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return ErrClosed
 	}
 	n, ok := s.topics[topic]
-	if !ok {
+	if !ok || s.deleting[topic] {
+		s.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
 	}
-	fsys := s.opts.Log.FS
+	// New opens of the topic are refused from here; the logs open or
+	// opening are closed outside the lock.
+	s.deleting[topic] = true
+	var slots []*logSlot
+	for p := 0; p < n; p++ {
+		name := PartitionDir(topic, int32(p))
+		if slot, ok := s.logs[name]; ok {
+			slots = append(slots, slot)
+			delete(s.logs, name)
+		}
+	}
+	s.mu.Unlock()
 	var errs []error
+	for _, slot := range slots {
+		if <-slot.ready; slot.l != nil {
+			errs = append(errs, slot.l.Close())
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.deleting, topic)
+	fsys := s.opts.Log.FS
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
 	for p := n - 1; p >= 0; p-- {
 		name := PartitionDir(topic, int32(p))
-		if l, ok := s.logs[name]; ok {
-			errs = append(errs, l.Close())
-			delete(s.logs, name)
-		}
 		gone := filepath.Join(s.root, "."+name+"."+stamp+".deleted")
 		if err := fsys.Rename(filepath.Join(s.root, name), gone); err != nil {
 			errs = append(errs, err)
@@ -438,8 +484,14 @@ func (s *Store) openLogs() []*Log {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]*Log, 0, len(s.logs))
-	for _, l := range s.logs {
-		out = append(out, l)
+	for _, slot := range s.logs {
+		select {
+		case <-slot.ready:
+			if slot.l != nil {
+				out = append(out, slot.l)
+			}
+		default: // still opening: nothing of it to flush yet
+		}
 	}
 	return out
 }
@@ -469,13 +521,15 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	close(s.stop)
-	logs := s.logs
-	s.logs = map[string]*Log{}
+	slots := s.logs
+	s.logs = map[string]*logSlot{}
 	s.mu.Unlock()
 	s.wg.Wait()
 	var errs []error
-	for _, l := range logs {
-		errs = append(errs, l.Close())
+	for _, slot := range slots {
+		if <-slot.ready; slot.l != nil {
+			errs = append(errs, slot.l.Close())
+		}
 	}
 	s.lock.unlock()
 	if err := errors.Join(errs...); err != nil {

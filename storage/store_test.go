@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/seglog/seglog/internal/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -167,4 +169,61 @@ func TestStoreFileBudget(t *testing.T) {
 		}
 	}
 	assert.LessOrEqual(t, openFDs(t)-before, budget)
+}
+
+// blockingFS blocks ReadDir of paths containing block until release closes.
+type blockingFS struct {
+	vfs.FS
+	block   string
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingFS) ReadDir(name string) ([]os.DirEntry, error) {
+	if strings.Contains(name, b.block) {
+		b.entered <- struct{}{}
+		<-b.release
+	}
+	return b.FS.ReadDir(name)
+}
+
+// One partition's slow open (a long recovery) holds up neither the other
+// partitions nor a second caller's wait for it.
+func TestStoreOpensPartitionsConcurrently(t *testing.T) {
+	fsys := &blockingFS{FS: vfs.Default, block: "slow-0", entered: make(chan struct{}, 1), release: make(chan struct{})}
+	s, err := OpenStore(t.TempDir(), StoreOptions{Log: Options{FS: fsys}})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.CreateTopic("slow", 1))
+	require.NoError(t, s.CreateTopic("fast", 1))
+	slow := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			_, err := s.Log("slow", 0)
+			slow <- err
+		}()
+	}
+	<-fsys.entered // the slow partition is opening
+	done := make(chan error, 1)
+	go func() {
+		l, err := s.Log("fast", 0)
+		if err == nil {
+			_, err = l.Append(Record{Value: []byte("v")})
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("opening one partition blocks the others")
+	}
+	close(fsys.release)
+	require.NoError(t, <-slow)
+	require.NoError(t, <-slow)
+	a, err := s.Log("slow", 0)
+	require.NoError(t, err)
+	b, err := s.Log("slow", 0)
+	require.NoError(t, err)
+	assert.Same(t, a, b, "one Log per partition")
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 )
 
@@ -144,4 +145,111 @@ func (l *Log) resumeTruncation(segs []*segment.Segment, end int64) ([]*segment.S
 		segs = segs[:i+1]
 	}
 	return segs, nil
+}
+
+// DeleteResult says what DeleteSegmentsBefore removed.
+type DeleteResult struct {
+	Segments int
+	Bytes    int64
+	// StartOffset is the log's start offset afterwards.
+	StartOffset int64
+}
+
+// DeleteSegmentsBefore deletes the oldest segments whose records are all
+// below offset, never the active segment. It first advances StartOffset
+// to the base of the first segment kept, durably (log-start-offset), and
+// only then removes files, so a crash in between leaves no hole: Open
+// finishes the deletion. Readers in a deleted segment finish their read or
+// get ErrOffsetOutOfRange. A segment whose files cannot be removed is
+// retried by the next call.
+func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed.Load() {
+		return DeleteResult{}, ErrClosed
+	}
+	if l.opts.ReadOnly {
+		return DeleteResult{}, ErrReadOnly
+	}
+	if err := l.durableMarkerRemovalLocked(); err != nil {
+		return DeleteResult{}, err
+	}
+	// Producers whose batches were all deleted expire after a while.
+	l.producers.expire(l.start.Load(), l.opts.Now().Add(-l.opts.ProducerExpiry).UnixMilli())
+	segs := l.segments()
+	n := 0
+	for n < len(segs)-1 && segs[n].NextOffset() <= offset && segs[n+1].Base() <= offset {
+		n++
+	}
+	res := DeleteResult{StartOffset: l.start.Load()}
+	var errs []error
+	if n > 0 {
+		newStart := segs[n].Base()
+		if newStart > l.start.Load() {
+			if err := writeCheckpoint(l.opts.FS, l.dir, logStartOffsetFile, newStart, l.opts.FileMode); err != nil {
+				if !vfs.IsNoSpace(err) {
+					return res, fmt.Errorf("storage: advance start offset of %s: %w", l.dir, err)
+				}
+				// A full disk cannot take the checkpoint, and deleting is
+				// how space comes back: delete oldest first instead, each
+				// removal durable before the next, so that a crash leaves
+				// a prefix removed and no hole (Open starts at the first
+				// segment left).
+				return l.deleteOldestFirstLocked(segs, n)
+			}
+			l.start.Store(newStart)
+			res.StartOffset = newStart
+			l.clampHighWatermark()
+			// In memory only: entries below the start offset are
+			// harmless on disk, and the next write of the cache (a new
+			// epoch, a truncation, Close) carries the change.
+			l.epochMu.Lock()
+			l.epochsDirty = l.epochs.truncateBefore(newStart) || l.epochsDirty
+			l.epochMu.Unlock()
+		}
+		l.publish(segs[n:])
+		l.pendingDelete = append(l.pendingDelete, segs[:n]...)
+	}
+	var failed []*segment.Segment
+	for _, s := range l.pendingDelete {
+		size, _ := s.Size()
+		if err := s.Delete(); err != nil {
+			errs = append(errs, err)
+			failed = append(failed, s)
+			continue
+		}
+		res.Segments++
+		res.Bytes += size
+	}
+	// The removals need no directory fsync: files that a crash brings
+	// back lie below the durable start offset, and Open deletes them.
+	l.pendingDelete = failed
+	if err := errors.Join(errs...); err != nil {
+		return res, fmt.Errorf("storage: delete segments of %s: %w", l.dir, err)
+	}
+	return res, nil
+}
+
+// deleteOldestFirstLocked deletes segs[:n] one at a time, oldest first,
+// fsyncing the directory after each, advancing the start offset in memory.
+// It needs no free space. The caller holds writeMu.
+func (l *Log) deleteOldestFirstLocked(segs []*segment.Segment, n int) (DeleteResult, error) {
+	res := DeleteResult{StartOffset: l.start.Load()}
+	for i := 0; i < n; i++ {
+		size, _ := segs[i].Size()
+		next := segs[i+1].Base()
+		l.start.Store(next)
+		l.publish(segs[i+1:])
+		if err := segs[i].Delete(); err != nil {
+			return res, l.failOp("delete segment", err)
+		}
+		if err := l.opts.FS.SyncDir(l.dir); err != nil {
+			return res, l.fail(err)
+		}
+		res.Segments++
+		res.Bytes += size
+		res.StartOffset = next
+	}
+	l.clampHighWatermark()
+	return res, nil
 }

@@ -1,0 +1,154 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/seglog/seglog/segment"
+)
+
+// loadReadOnly opens the segments without changing anything: sealed ones
+// lazily, the last one as a tail (see segment.OpenTail).
+func (l *Log) loadReadOnly() error {
+	fi, err := l.opts.FS.Lstat(l.dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (symbolic links are not followed)", l.dir)
+	}
+	bases, err := l.listDir()
+	if err != nil {
+		return err
+	}
+	if len(bases) == 0 {
+		// A partition no writer has opened yet (a topic's directories
+		// are created before its logs): empty, at the start offset the
+		// writer will create its first segment at. Refresh looks again.
+		start, ok, err := readCheckpoint(l.opts.FS, l.dir, logStartOffsetFile)
+		if err != nil || !ok {
+			start = 0
+		}
+		l.publish(nil)
+		l.start.Store(start)
+		l.end.Store(start)
+		l.flushed.Store(start)
+		l.loadHighWatermark()
+		return nil
+	}
+	segs := make([]*segment.Segment, len(bases))
+	for i := 0; i < len(bases)-1; i++ {
+		segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
+	}
+	tail, err := segment.OpenTail(l.dir, bases[len(bases)-1], l.opts.segmentOptions())
+	if err != nil {
+		return err
+	}
+	segs[len(segs)-1] = tail
+	l.publish(segs)
+	start := bases[0]
+	if v, ok, err := readCheckpoint(l.opts.FS, l.dir, logStartOffsetFile); err == nil && ok && v > start && v <= tail.NextOffset() {
+		start = v
+	}
+	l.start.Store(start)
+	l.end.Store(tail.NextOffset())
+	l.flushed.Store(l.end.Load())
+	l.loadHighWatermark()
+	return nil
+}
+
+// Refresh makes a read-only log (Options.ReadOnly) see what the writing
+// process appended since: complete batches of the tail segment, and the
+// segments it rolled to. It returns whether the end offset moved. On a
+// writable log it does nothing.
+func (l *Log) Refresh() (bool, error) {
+	if !l.opts.ReadOnly {
+		return false, nil
+	}
+	if l.closed.Load() {
+		return false, ErrClosed
+	}
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	before := l.end.Load()
+	// The writer's deletions from the front: the start moves, and the
+	// segments below it go from the list.
+	if v, ok, err := readCheckpoint(l.opts.FS, l.dir, logStartOffsetFile); err == nil && ok && v > l.start.Load() && v <= l.end.Load() {
+		l.start.Store(v)
+		segs := l.segments()
+		n := 0
+		for n < len(segs)-1 && segs[n+1].Base() <= v {
+			n++
+		}
+		if n > 0 {
+			l.publish(segs[n:])
+			for _, s := range segs[:n] {
+				_ = s.Close()
+			}
+		}
+	}
+	if len(l.segments()) == 0 {
+		// Empty so far: has the writer created the first segment?
+		if err := l.loadReadOnly(); err != nil {
+			return false, err
+		}
+		if len(l.segments()) == 0 {
+			return false, nil
+		}
+	} else if _, err := l.opts.FS.Lstat(l.active().LogPath()); errors.Is(err, os.ErrNotExist) {
+		// The writer truncated below our tail segment and deleted it:
+		// look at the directory again.
+		old := l.segments()
+		if err := l.loadReadOnly(); err != nil {
+			return false, err
+		}
+		for _, s := range old {
+			_ = s.Close()
+		}
+	}
+	for {
+		segs := l.segments()
+		tail := segs[len(segs)-1]
+		truncated, err := tail.Shrunk()
+		if err != nil {
+			return false, err
+		}
+		if truncated {
+			// The writer truncated (a replica following a new leader):
+			// look at the tail again from scratch.
+			nt, err := segment.OpenTail(l.dir, tail.Base(), l.opts.segmentOptions())
+			if err != nil {
+				return false, err
+			}
+			_ = tail.Close()
+			segs = append(segs[:len(segs)-1:len(segs)-1], nt)
+			l.publish(segs)
+			tail = nt
+			l.end.Store(min(l.end.Load(), nt.NextOffset()))
+		}
+		if _, err := tail.Refresh(); err != nil {
+			return false, err
+		}
+		// A segment at the tail's end means the writer rolled: the tail
+		// is complete; follow into the next one.
+		next := tail.NextOffset()
+		if _, err := l.opts.FS.Lstat(filepath.Join(l.dir, segment.FileName(next, segment.LogSuffix))); err != nil || next == tail.Base() {
+			break
+		}
+		nt, err := segment.OpenTail(l.dir, next, l.opts.segmentOptions())
+		if err != nil {
+			return false, err
+		}
+		l.publish(append(segs, nt))
+	}
+	l.end.Store(l.active().NextOffset())
+	hw := l.hw.Load()
+	l.loadHighWatermark()
+	moved := l.end.Load() != before
+	if moved || l.hw.Load() != hw {
+		l.wakeWaiters()
+	}
+	return moved, nil
+}

@@ -1,0 +1,433 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/segment"
+)
+
+func (l *Log) load() error {
+	fsys := l.opts.FS
+	if err := fsys.MkdirAll(l.dir, l.opts.DirMode); err != nil {
+		return err
+	}
+	if fi, err := fsys.Lstat(l.dir); err != nil {
+		return err
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (symbolic links are not followed)", l.dir)
+	}
+	// The listing comes first: a directory it refuses (a stray or
+	// symlinked segment file) fails the open with nothing changed.
+	bases, err := l.listDir()
+	if err != nil {
+		return err
+	}
+	markerPath := filepath.Join(l.dir, cleanShutdownFile)
+	_, err = fsys.Lstat(markerPath)
+	clean := err == nil
+
+	// After a clean close the manifest describes the segments (sizes,
+	// timestamps): no file is opened per sealed segment. The directory is
+	// still listed, so that files gone since are noticed: a hole is
+	// refused before anything changes, so every later open refuses it too.
+	var known map[int64]segmentInfo
+	mismatch := false
+	if clean {
+		if m, ok := readManifest(fsys, l.dir); ok {
+			ok, err := l.checkManifest(m.bases(), bases)
+			if err != nil {
+				return err
+			}
+			// Files the manifest does not know: trust nothing, recover.
+			mismatch = !ok
+			if ok {
+				known = m.byBase()
+				l.openStats.FromManifest = true
+			}
+		}
+		// The removal is made durable before the first write (see
+		// durableMarkerRemovalLocked): until the log changes, a marker
+		// that a crash brings back describes the files truly.
+		if err := fsys.Remove(markerPath); err != nil {
+			return err
+		}
+		l.markerRemovalPending = true
+		// A manifest is good for the one open that follows the close
+		// that wrote it: remove it now, with the marker, so that no later
+		// clean shutdown that did not write one can pair the marker with
+		// a stale list.
+		if err := fsys.Remove(filepath.Join(l.dir, manifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	clean = clean && !mismatch
+	l.openStats.Clean = clean
+
+	startOffset, haveStart, err := readCheckpoint(fsys, l.dir, logStartOffsetFile)
+	if err != nil {
+		haveStart = false // derived from the segments below instead
+	}
+	recoveryPoint, haveRP, err := readCheckpoint(fsys, l.dir, recoveryPointFile)
+	if err != nil || !haveRP {
+		recoveryPoint, clean = 0, clean && haveRP
+	}
+	// A truncation that a crash interrupted: recover from the segment
+	// that holds its end, then finish it (finishLoad).
+	if end, ok, err := readCheckpoint(fsys, l.dir, truncationFile); err != nil {
+		return fmt.Errorf("%w: cannot finish an interrupted truncation: %w", ErrCorrupt, err)
+	} else if ok {
+		l.truncationPending = end
+		recoveryPoint, clean = min(recoveryPoint, end), false
+		l.openStats.Clean = false
+	}
+
+	if len(bases) == 0 {
+		base := int64(0)
+		if haveStart {
+			base = startOffset
+		}
+		if l.truncationPending >= 0 {
+			if err := l.finishTruncationLocked(); err != nil {
+				return err
+			}
+			l.truncationPending = -1
+		}
+		seg, err := segment.Create(l.dir, base, l.opts.segmentOptions())
+		if err != nil {
+			return err
+		}
+		l.publish([]*segment.Segment{seg})
+		l.start.Store(base)
+		l.end.Store(base)
+		// Nothing to make durable yet: without a recovery-point file a
+		// reopen after a crash rescans from the start, which is empty.
+		// The new file's directory entry (and, for a log outside a
+		// Store, the directory's own) is fsynced before the first write.
+		l.flushed.Store(base)
+		l.checkpointed = -1
+		l.dirSyncPending = true
+		l.parentSyncPending = !l.opts.unlocked
+		return nil
+	}
+
+	// Segments wholly below the start offset are left from a deletion
+	// that a crash interrupted after the start offset was advanced.
+	if haveStart {
+		for len(bases) > 1 && bases[1] <= startOffset {
+			if err := segment.Open(l.dir, bases[0], bases[1], l.opts.segmentOptions()).Delete(); err != nil {
+				return err
+			}
+			bases = bases[1:]
+		}
+	}
+	l.openStats.Segments = len(bases)
+
+	segs := make([]*segment.Segment, len(bases))
+	for i := 0; i < len(bases)-1; i++ {
+		segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
+		if in, ok := known[bases[i]]; ok {
+			segs[i].SetKnown(in.Size, in.MaxTimestamp, in.MaxTimestampOffset)
+		}
+	}
+	last := len(bases) - 1
+	if clean {
+		active, err := segment.OpenActive(l.dir, bases[last], l.opts.segmentOptions())
+		if err == nil && l.openStats.FromManifest {
+			if _, serr := fsys.Lstat(filepath.Join(l.dir, segment.FileName(active.NextOffset(), segment.LogSuffix))); serr == nil && active.NextOffset() != active.Base() {
+				err = fmt.Errorf("%w: a segment follows the manifest's last one", ErrCorrupt)
+			}
+		}
+		if err != nil && l.openStats.FromManifest {
+			// The manifest does not match the files: trust nothing.
+			if active != nil {
+				_ = active.Close()
+			}
+			l.openStats.FromManifest, l.openStats.Clean = false, false
+			if bases, err = l.listDir(); err != nil {
+				return err
+			}
+			if len(bases) == 0 {
+				return fmt.Errorf("%w: the manifest lists segments that are gone", ErrCorrupt)
+			}
+			segs = make([]*segment.Segment, len(bases))
+			for i := 0; i < len(bases)-1; i++ {
+				segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
+			}
+			return l.finishLoad(segs, bases, 0, false, startOffset, haveStart)
+		}
+		if err != nil {
+			if active == nil {
+				return err
+			}
+			// A clean marker over a damaged tail: recover it.
+			_ = active.Close()
+			clean = false
+			l.openStats.Clean = false
+		} else {
+			segs[last] = active
+		}
+	}
+	return l.finishLoad(segs, bases, recoveryPoint, clean, startOffset, haveStart)
+}
+
+// finishLoad recovers (when not clean) and publishes the loaded segments.
+func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint int64, clean bool, startOffset int64, haveStart bool) error {
+	fsys := l.opts.FS
+	if !clean {
+		// Recovery changes files: a crash from here on must not find the
+		// marker again.
+		if err := l.durableMarkerRemovalLocked(); err != nil {
+			return err
+		}
+		if err := l.recover(segs, bases, recoveryPoint); err != nil {
+			return err
+		}
+		segs = *l.segs.Load()
+		if l.truncationPending >= 0 {
+			var err error
+			if segs, err = l.resumeTruncation(segs, l.truncationPending); err != nil {
+				return err
+			}
+		}
+	}
+	l.publish(segs)
+	active := segs[len(segs)-1]
+	end := active.NextOffset()
+	start := segs[0].Base()
+	if haveStart && startOffset > start && startOffset <= end {
+		start = startOffset
+	}
+	l.start.Store(start)
+	l.end.Store(end)
+	if clean {
+		l.flushed.Store(min(max(recoveryPoint, start), end))
+		l.checkpointed = recoveryPoint
+	} else {
+		l.flushed.Store(end)
+		l.checkpointed = -1
+		if err := l.checkpointLocked(); err != nil {
+			if !vfs.IsNoSpace(err) {
+				return err
+			}
+			// A full disk must not stop a recovery: without the file the
+			// next crash rescans everything, which is only slower.
+			if rerr := fsys.Remove(filepath.Join(l.dir, recoveryPointFile)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	if l.truncationPending >= 0 {
+		if err := l.finishTruncationLocked(); err != nil {
+			return err
+		}
+		l.truncationPending = -1
+	}
+	return nil
+}
+
+// checkManifest compares the segments a clean close's manifest names with
+// those listed. Segments gone from the front are as if retention deleted
+// them (the start moves up); one gone from the middle is a hole, refused.
+// Segments gone from the end, or a listed segment that the manifest does
+// not name, make ok false: the caller then trusts nothing and recovers.
+func (l *Log) checkManifest(manifest, listed []int64) (ok bool, err error) {
+	if slices.Equal(manifest, listed) {
+		return true, nil
+	}
+	named := make(map[int64]bool, len(manifest))
+	for _, b := range manifest {
+		named[b] = true
+	}
+	for _, b := range listed {
+		if !named[b] {
+			return false, nil
+		}
+	}
+	// Every listed segment is named: some named ones are gone. Only a
+	// prefix may be.
+	if len(listed) == 0 {
+		return false, fmt.Errorf("%w: the manifest of the last clean close names segments that are gone", ErrCorrupt)
+	}
+	have := make(map[int64]bool, len(listed))
+	for _, b := range listed {
+		have[b] = true
+	}
+	last := listed[len(listed)-1]
+	for _, b := range manifest {
+		if !have[b] && b > last {
+			return false, nil // gone from the end: recovery decides the end
+		}
+	}
+	for _, b := range manifest {
+		if !have[b] && b > listed[0] {
+			return false, fmt.Errorf("%w: %s is missing (named by the manifest of the last clean close)", ErrCorrupt, filepath.Join(l.dir, segment.FileName(b, segment.LogSuffix)))
+		}
+	}
+	return true, nil
+}
+
+// recover rescans the segments from the one holding the recovery point,
+// cutting at the first invalid batch and deleting the segments after it.
+// Everything recovered is fsynced before it returns.
+func (l *Log) recover(segs []*segment.Segment, bases []int64, recoveryPoint int64) error {
+	first := 0
+	for i, b := range bases {
+		if b <= recoveryPoint {
+			first = i
+		}
+	}
+	for i := first; i < len(bases); i++ {
+		seg := segment.Open(l.dir, bases[i], bases[i], l.opts.segmentOptions())
+		cut, err := seg.Recover()
+		if err != nil {
+			return err
+		}
+		size, _ := seg.Size()
+		l.openStats.RecoveredSegs++
+		l.openStats.RecoveredBytes += size + cut
+		l.openStats.TruncatedBytes += cut
+		segs[i] = seg
+		lastSeg := i == len(bases)-1
+		if !lastSeg && seg.NextOffset() != bases[i+1] {
+			// The log is cut here: later segments do not follow on.
+			for j := i + 1; j < len(bases); j++ {
+				if err := segment.Open(l.dir, bases[j], bases[j], l.opts.segmentOptions()).Delete(); err != nil {
+					return err
+				}
+				l.openStats.DeletedSegments++
+			}
+			segs = segs[:i+1]
+			lastSeg = true
+		}
+		if err := seg.Sync(); err != nil {
+			return err
+		}
+		if !lastSeg {
+			if err := seg.Seal(); err != nil {
+				return err
+			}
+		}
+		if lastSeg {
+			break
+		}
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return err
+	}
+	l.publish(segs)
+	return nil
+}
+
+// durableMarkerRemovalLocked makes the removal of the clean-shutdown marker
+// durable before the log's files first change, so that a crash after the
+// change is never taken for a clean shutdown.
+func (l *Log) durableMarkerRemovalLocked() error {
+	if l.parentSyncPending {
+		if err := l.opts.FS.SyncDir(filepath.Dir(l.dir)); err != nil {
+			return l.fail(err)
+		}
+		l.parentSyncPending = false
+	}
+	if !l.markerRemovalPending && !l.dirSyncPending {
+		return nil
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	l.markerRemovalPending, l.dirSyncPending = false, false
+	return nil
+}
+
+// loadReplicationState loads the leader epoch cache, the producer state and
+// the high watermark after the segments are loaded.
+func (l *Log) loadReplicationState() error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if err := l.loadEpochCacheLocked(); err != nil {
+		return err
+	}
+	if err := l.rebuildProducersLocked(); err != nil {
+		return err
+	}
+	l.loadHighWatermark()
+	return nil
+}
+
+// listDir lists the directory: the segments' base offsets (sorted), the
+// producer snapshots (into l.snapshots); it removes leftovers of
+// interrupted writes and deletions, and refuses names and file types that
+// are not ours.
+func (l *Log) listDir() ([]int64, error) {
+	fsys := l.opts.FS
+	entries, err := fsys.ReadDir(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	var bases []int64
+	logs := map[int64]bool{}
+	var orphans []string
+	l.snapshots = l.snapshots[:0]
+	for _, e := range entries {
+		name := e.Name()
+		if off, ok := segment.ParseFileName(name, snapshotSuffix); ok {
+			l.snapshots = append(l.snapshots, off)
+			continue
+		}
+		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
+			orphans = append(orphans, name)
+			continue
+		}
+		var suffix string
+		for _, s := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+			if strings.HasSuffix(name, s) {
+				suffix = s
+			}
+		}
+		if suffix == "" {
+			continue // not ours (checkpoints, marker, an operator's notes)
+		}
+		base, ok := segment.ParseFileName(name, suffix)
+		if !ok {
+			return nil, fmt.Errorf("%w: unexpected file %s: segment files are named by 20 decimal digits", ErrCorrupt, filepath.Join(l.dir, name))
+		}
+		if base > MaxOffset {
+			return nil, fmt.Errorf("%w: %s: base offset %d leaves no offset for a record (the largest is %d)", ErrCorrupt, filepath.Join(l.dir, name), base, int64(MaxOffset))
+		}
+		if e.Type()&fs.ModeSymlink != 0 || !e.Type().IsRegular() {
+			return nil, fmt.Errorf("%w: %s is not a regular file (symbolic links are refused)", ErrCorrupt, filepath.Join(l.dir, name))
+		}
+		if suffix == segment.LogSuffix {
+			bases = append(bases, base)
+			logs[base] = true
+		}
+	}
+	// Index files without their .log are left from a deletion that a
+	// crash interrupted.
+	for _, e := range entries {
+		for _, s := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
+			if base, ok := segment.ParseFileName(e.Name(), s); ok && !logs[base] {
+				orphans = append(orphans, e.Name())
+			}
+		}
+	}
+	for _, name := range orphans {
+		if l.opts.ReadOnly {
+			break // not ours to clean up
+		}
+		if err := fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		l.openStats.RemovedLeftovers++
+	}
+	slices.Sort(bases)
+	slices.Sort(l.snapshots)
+
+	return bases, nil
+}

@@ -1,0 +1,186 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/segment"
+)
+
+func (l *Log) raiseFlushed(v int64) {
+	for {
+		cur := l.flushed.Load()
+		if v <= cur || l.flushed.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+func (l *Log) failure() error {
+	if p := l.failedErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail records an fsync failure: the log refuses writes from now on.
+func (l *Log) fail(err error) error { return l.failOp("fsync", err) }
+
+// failOp records a failure after which the files may not match what the
+// log believes (a failed fsync, a truncation or deletion that stopped
+// half-way): the log refuses writes until it is reopened and recovered.
+func (l *Log) failOp(op string, err error) error {
+	err = fmt.Errorf("storage: %s in %s: %w", op, l.dir, err)
+	l.failedErr.CompareAndSwap(nil, &err)
+	if vfs.IsNoSpace(err) {
+		return fmt.Errorf("%w: %w: %w", ErrFailed, ErrDiskFull, err)
+	}
+	return fmt.Errorf("%w: %w", ErrFailed, err)
+}
+
+// Sync fsyncs everything appended so far and checkpoints the recovery
+// point.
+func (l *Log) Sync() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if l.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if err := l.syncTo(l.end.Load()); err != nil {
+		return err
+	}
+	if err := l.checkpointHighWatermark(); err != nil {
+		return err
+	}
+	return l.checkpoint()
+}
+
+// syncAppended waits for an append's records to be fsynced. A truncation
+// between the append and the fsync removed them: that is an error, never
+// an acknowledgement.
+func (l *Log) syncAppended(res AppendResult, gen int64) error {
+	err := l.syncTo(res.LastOffset + 1)
+	if err == nil && l.truncGen.Load() != gen && !res.Duplicate {
+		err = fmt.Errorf("%w: offsets %d to %d were truncated before they were flushed", ErrTruncated, res.FirstOffset, res.LastOffset)
+	}
+	return err
+}
+
+// syncTo returns once every offset below target is fsynced. Concurrent
+// callers share fsyncs: while one runs, the others wait, and the next one
+// covers everything appended meanwhile (group commit).
+func (l *Log) syncTo(target int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	for l.flushed.Load() < target {
+		if err := l.failure(); err != nil {
+			return fmt.Errorf("%w: %w", ErrFailed, err)
+		}
+		if end := l.end.Load(); target > end {
+			// A truncation removed the offsets this caller waits for.
+			return fmt.Errorf("%w: offset %d is past the end %d", ErrTruncated, target-1, end)
+		}
+		if l.syncing {
+			l.syncCond.Wait()
+			continue
+		}
+		l.syncing = true
+		l.syncMu.Unlock()
+		// Let appenders that are writing, or were woken by the previous
+		// fsync, finish their write before this fsync starts, so that it
+		// covers them too (a few yields, never a sleep).
+		for i := 0; i < 16 && l.appending.Load() > 0; i++ {
+			runtime.Gosched()
+		}
+		err := l.syncOnce()
+		l.syncMu.Lock()
+		l.syncing = false
+		l.syncCond.Broadcast()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncOnce fsyncs the segments that hold unflushed offsets. Only the
+// goroutine that set l.syncing calls it.
+func (l *Log) syncOnce() error {
+	end := l.end.Load()
+	flushed := l.flushed.Load()
+	segs := l.segments()
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].Base() <= flushed {
+			continue // wholly flushed
+		}
+		if err := s.Sync(); err != nil {
+			if errors.Is(err, segment.ErrDeleted) {
+				continue
+			}
+			return l.fail(err)
+		}
+	}
+	l.raiseFlushed(end)
+	return nil
+}
+
+// flushLocked fsyncs everything; the caller holds writeMu.
+func (l *Log) flushLocked() error {
+	return l.syncTo(l.end.Load())
+}
+
+// checkpoint writes the flushed offset to recovery-point if it moved.
+func (l *Log) checkpoint() error {
+	_, err := l.checkpointWrote()
+	return err
+}
+
+// checkpointWrote is checkpoint, reporting whether it wrote the file (and
+// so fsynced the directory).
+func (l *Log) checkpointWrote() (bool, error) {
+	l.ckptMu.Lock()
+	defer l.ckptMu.Unlock()
+	v := l.flushed.Load()
+	if v == l.checkpointed {
+		return false, nil
+	}
+	if err := writeCheckpoint(l.opts.FS, l.dir, recoveryPointFile, v, l.opts.FileMode); err != nil {
+		return false, err
+	}
+	l.checkpointed = v
+	return true, nil
+}
+
+// checkpointLocked is checkpoint for callers that hold writeMu.
+func (l *Log) checkpointLocked() error { return l.checkpoint() }
+
+func (l *Log) flushLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.flushIfDirty()
+		}
+	}
+}
+
+// flushIfDirty fsyncs and checkpoints when there is unflushed data. The
+// interval flusher calls it; errors stay recorded in the log (fail).
+func (l *Log) flushIfDirty() {
+	if l.closed.Load() || l.failure() != nil {
+		return
+	}
+	if end := l.end.Load(); l.flushed.Load() < end {
+		if l.syncTo(end) == nil {
+			_ = l.checkpoint()
+		}
+	}
+}

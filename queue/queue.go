@@ -171,7 +171,7 @@ type Queue struct {
 // position is committed in ost under group Group, topic name, partition 0.
 // The store and ost stay the caller's: Close does not close them.
 func Open(store *storage.Store, ost *offsets.Store, name string, opts Options) (*Queue, error) {
-	if err := store.CreateTopic(name, 1); err != nil {
+	if err := store.CreateTopic(name, 1, storage.TopicConfig{}); err != nil {
 		return nil, fmt.Errorf("queue %s: %w", name, err)
 	}
 	l, err := store.Log(name, 0)

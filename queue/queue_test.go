@@ -730,7 +730,7 @@ func TestNewPositions(t *testing.T) {
 
 func TestInvalid(t *testing.T) {
 	e := newEnv(t)
-	require.NoError(t, e.store.CreateTopic("jobs", 1))
+	require.NoError(t, e.store.CreateTopic("jobs", 1, storage.TopicConfig{}))
 	l, err := e.store.Log("jobs", 0)
 	require.NoError(t, err)
 	for _, tc := range []struct {
@@ -752,7 +752,7 @@ func TestInvalid(t *testing.T) {
 	}
 	_, err = queue.Open(e.store, e.ost, "../x", queue.Options{})
 	assert.ErrorIs(t, err, storage.ErrInvalidTopic)
-	require.NoError(t, e.store.CreateTopic("wide", 3))
+	require.NoError(t, e.store.CreateTopic("wide", 3, storage.TopicConfig{}))
 	_, err = queue.Open(e.store, e.ost, "wide", queue.Options{})
 	assert.ErrorIs(t, err, storage.ErrTopicExists, "a queue is a topic of one partition")
 

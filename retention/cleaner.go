@@ -162,10 +162,17 @@ func cloneMap(m map[string]Policy) map[string]Policy {
 	return out
 }
 
-// Policy returns the policy that applies to a topic.
+// Policy returns the policy that applies to a topic: its entry in
+// Options.Topics, else the retention the topic's own configuration sets
+// (storage.TopicConfig: RetentionAge, RetentionBytes, RetentionConsumed;
+// the consumed policy only when the cleaner has a Consumed), else
+// Options.Default.
 func (c *Cleaner) Policy(topic string) Policy {
 	if p, ok := c.opts.Topics[topic]; ok {
 		return p
+	}
+	if cfg, err := c.store.TopicConfig(topic); err == nil && (cfg.RetentionAge > 0 || cfg.RetentionBytes > 0 || cfg.RetentionConsumed) {
+		return Policy{MaxAge: cfg.RetentionAge, MaxBytes: cfg.RetentionBytes, Consumed: cfg.RetentionConsumed && c.consumed != nil}
 	}
 	return c.opts.Default
 }

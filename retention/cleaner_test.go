@@ -161,7 +161,7 @@ func TestCombinedPoliciesAndPerTopic(t *testing.T) {
 
 func TestActiveSegmentNeverDeleted(t *testing.T) {
 	s := openStore(t, t.TempDir(), storage.StoreOptions{Log: smallLog()})
-	require.NoError(t, s.CreateTopic("t", 1))
+	require.NoError(t, s.CreateTopic("t", 1, storage.TopicConfig{}))
 	l, err := s.Log("t", 0)
 	require.NoError(t, err)
 	fillSegments(t, l, 3, 5, at(t0.Add(-time.Hour)))
@@ -238,7 +238,7 @@ func TestFailuresAreIsolated(t *testing.T) {
 	fsys := newFaultFS()
 	s := openStore(t, root, storage.StoreOptions{Log: func() storage.Options { o := smallLog(); o.FS = fsys; return o }()})
 	makeTopic(t, s, "t", 3, 4, 5, at(t0))
-	require.NoError(t, s.CreateTopic("u", 2))
+	require.NoError(t, s.CreateTopic("u", 2, storage.TopicConfig{}))
 	// u-0 cannot open: a stray .log that is not a segment.
 	require.NoError(t, os.WriteFile(filepath.Join(root, "u-0", "junk.log"), nil, 0o640))
 	u1, err := s.Log("u", 1)
@@ -333,4 +333,24 @@ func TestConsumerBelowStartResets(t *testing.T) {
 	assert.ErrorContains(t, err, "[20, 20)")
 	// Reset to the start.
 	assert.Equal(t, int64(20), readAll(t, l, l.StartOffset()))
+}
+
+// A topic's stored configuration sets its retention when Options.Topics
+// does not name it; an entry there still wins.
+func TestTopicConfigRetention(t *testing.T) {
+	s := openStore(t, t.TempDir(), storage.StoreOptions{Log: smallLog()})
+	aged := makeTopic(t, s, "aged", 1, 5, 3, func(i int) time.Time { return t0.Add(-time.Duration(60-10*i) * time.Minute) })
+	pinned := makeTopic(t, s, "pinned", 1, 5, 3, func(i int) time.Time { return t0.Add(-time.Duration(60-10*i) * time.Minute) })
+	plain := makeTopic(t, s, "plain", 1, 5, 3, func(i int) time.Time { return t0.Add(-time.Duration(60-10*i) * time.Minute) })
+	for _, topic := range []string{"aged", "pinned"} {
+		require.NoError(t, s.AlterTopic(topic, storage.TopicConfig{RetentionAge: 35 * time.Minute}))
+	}
+	c := newCleaner(t, s, nil, Options{Topics: map[string]Policy{"pinned": {}}, Now: func() time.Time { return t0 }})
+	assert.Equal(t, Policy{MaxAge: 35 * time.Minute}, c.Policy("aged"))
+
+	rep := runOnce(t, c)
+	require.Len(t, rep.Deletions, 3)
+	assert.Equal(t, int64(9), aged[0].StartOffset(), "the topic's retention.age")
+	assert.Equal(t, int64(0), pinned[0].StartOffset(), "Options.Topics wins")
+	assert.Equal(t, int64(0), plain[0].StartOffset(), "no policy: nothing deleted")
 }

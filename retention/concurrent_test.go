@@ -23,7 +23,7 @@ func TestConcurrentAppendReadClean(t *testing.T) {
 	opts.SegmentBytes = 1024
 	s := openStore(t, t.TempDir(), storage.StoreOptions{Log: opts})
 	const parts = 3
-	require.NoError(t, s.CreateTopic("t", parts))
+	require.NoError(t, s.CreateTopic("t", parts, storage.TopicConfig{}))
 	logs := make([]*storage.Log, parts)
 	for p := range logs {
 		l, err := s.Log("t", int32(p))

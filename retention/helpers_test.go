@@ -57,7 +57,7 @@ func at(ts time.Time) func(int) time.Time { return func(int) time.Time { return 
 // makeTopic creates topic with n partitions, each filled by fillSegments.
 func makeTopic(t testing.TB, s *storage.Store, topic string, n, nsegs, per int, ts func(int) time.Time) []*storage.Log {
 	t.Helper()
-	require.NoError(t, s.CreateTopic(topic, n))
+	require.NoError(t, s.CreateTopic(topic, n, storage.TopicConfig{}))
 	logs := make([]*storage.Log, n)
 	for p := range logs {
 		l, err := s.Log(topic, int32(p))

@@ -59,7 +59,7 @@ func ExampleStore() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.CreateTopic("orders", 4); err != nil {
+	if err := s.CreateTopic("orders", 4, storage.TopicConfig{}); err != nil {
 		log.Fatal(err)
 	}
 	// Records with the same key go to the same partition.

@@ -207,15 +207,21 @@ func (s *Store) Root() string { return s.root }
 // OpenFiles reports the files that partition segments hold open now.
 func (s *Store) OpenFiles() int { return s.budget.OpenFiles() }
 
-// CreateTopic creates a topic with the given number of partitions. Creating
-// a topic that exists with the same count does nothing; with another count
-// it is ErrTopicExists. Partition directories left by a creation that a
-// crash interrupted are completed.
-func (s *Store) CreateTopic(topic string, partitions int) error {
+// CreateTopic creates a topic with the given number of partitions and its
+// own configuration (the zero TopicConfig: the store's defaults), stored
+// with the topic. Creating a topic that exists with the same count does
+// nothing (AlterTopic changes a configuration); with fewer partitions it
+// adds the missing ones, with the topic's configuration; with more it is
+// ErrTopicExists. Partition directories left by a creation that a crash
+// interrupted are completed.
+func (s *Store) CreateTopic(topic string, partitions int, cfg TopicConfig) error {
 	if s.opts.Log.ReadOnly {
 		return ErrReadOnly
 	}
 	if err := ValidateTopic(topic); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if partitions < 1 || partitions > 1<<20 {
@@ -236,6 +242,11 @@ func (s *Store) CreateTopic(topic string, partitions int) error {
 		if n > partitions {
 			return fmt.Errorf("%w: %s has %d partitions", ErrTopicExists, topic, n)
 		}
+		// More partitions for an existing topic: they get its config.
+		var err error
+		if cfg, err = readTopicConfig(s.opts.Log.FS, filepath.Join(s.root, PartitionDir(topic, 0))); err != nil {
+			return fmt.Errorf("storage: create topic %s: %w", topic, err)
+		}
 	}
 	fsys := s.opts.Log.FS
 	for p := 0; p < partitions; p++ {
@@ -244,6 +255,9 @@ func (s *Store) CreateTopic(topic string, partitions int) error {
 		}
 	}
 	if err := fsys.SyncDir(s.root); err != nil {
+		return fmt.Errorf("storage: create topic %s: %w", topic, err)
+	}
+	if err := s.writeTopicConfigs(topic, partitions, cfg); err != nil {
 		return fmt.Errorf("storage: create topic %s: %w", topic, err)
 	}
 	s.topics[topic] = partitions
@@ -323,7 +337,7 @@ func (s *Store) Log(topic string, partition int32) (*Log, error) {
 	s.logs[name] = slot
 	s.mu.Unlock()
 
-	l, err := Open(filepath.Join(s.root, name), s.opts.Log)
+	l, err := s.openLog(name)
 	s.mu.Lock()
 	if err != nil {
 		delete(s.logs, name) // the next caller tries again
@@ -332,6 +346,16 @@ func (s *Store) Log(topic string, partition int32) (*Log, error) {
 	close(slot.ready)
 	s.mu.Unlock()
 	return l, err
+}
+
+// openLog opens a partition's log with its topic's configuration.
+func (s *Store) openLog(name string) (*Log, error) {
+	dir := filepath.Join(s.root, name)
+	cfg, err := readTopicConfig(s.opts.Log.FS, dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	return Open(dir, cfg.apply(s.opts.Log))
 }
 
 // DeleteTopic closes a topic's logs and removes its directories. Each is

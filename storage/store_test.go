@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/segment"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,7 +45,7 @@ func TestValidateTopic(t *testing.T) {
 			continue
 		}
 		assert.ErrorIs(t, err, ErrInvalidTopic, "%q", tc.name)
-		assert.ErrorIs(t, s.CreateTopic(tc.name, 1), ErrInvalidTopic)
+		assert.ErrorIs(t, s.CreateTopic(tc.name, 1, TopicConfig{}), ErrInvalidTopic)
 		_, err = s.Log(tc.name, 0)
 		assert.ErrorIs(t, err, ErrInvalidTopic)
 	}
@@ -60,10 +61,10 @@ func TestStoreTopics(t *testing.T) {
 	root := t.TempDir()
 	s, err := OpenStore(root, StoreOptions{Log: small()})
 	require.NoError(t, err)
-	require.NoError(t, s.CreateTopic("orders", 3))
-	require.NoError(t, s.CreateTopic("orders", 3), "creating again with the same count is fine")
-	assert.ErrorIs(t, s.CreateTopic("orders", 2), ErrTopicExists)
-	require.NoError(t, s.CreateTopic("a-b-c", 2))
+	require.NoError(t, s.CreateTopic("orders", 3, TopicConfig{}))
+	require.NoError(t, s.CreateTopic("orders", 3, TopicConfig{}), "creating again with the same count is fine")
+	assert.ErrorIs(t, s.CreateTopic("orders", 2, TopicConfig{}), ErrTopicExists)
+	require.NoError(t, s.CreateTopic("a-b-c", 2, TopicConfig{}))
 	assert.Equal(t, []TopicInfo{{"a-b-c", 2}, {"orders", 3}}, s.Topics())
 	_, err = s.Log("orders", 3)
 	assert.ErrorIs(t, err, ErrInvalidPartition)
@@ -149,7 +150,7 @@ func TestStoreFileBudget(t *testing.T) {
 	s, err := OpenStore(root, StoreOptions{Log: opts, MaxOpenFiles: budget})
 	require.NoError(t, err)
 	defer s.Close()
-	require.NoError(t, s.CreateTopic("many", partitions))
+	require.NoError(t, s.CreateTopic("many", partitions, TopicConfig{}))
 	before := openFDs(t)
 	for round := 0; round < 2; round++ {
 		for p := int32(0); p < partitions; p++ {
@@ -194,8 +195,8 @@ func TestStoreOpensPartitionsConcurrently(t *testing.T) {
 	s, err := OpenStore(t.TempDir(), StoreOptions{Log: Options{FS: fsys}})
 	require.NoError(t, err)
 	defer s.Close()
-	require.NoError(t, s.CreateTopic("slow", 1))
-	require.NoError(t, s.CreateTopic("fast", 1))
+	require.NoError(t, s.CreateTopic("slow", 1, TopicConfig{}))
+	require.NoError(t, s.CreateTopic("fast", 1, TopicConfig{}))
 	slow := make(chan error, 2)
 	for i := 0; i < 2; i++ {
 		go func() {
@@ -226,4 +227,53 @@ func TestStoreOpensPartitionsConcurrently(t *testing.T) {
 	b, err := s.Log("slow", 0)
 	require.NoError(t, err)
 	assert.Same(t, a, b, "one Log per partition")
+}
+
+// A topic's configuration is stored with it, survives reopening, applies
+// to its partitions' logs, is shown by TopicConfig and changed by
+// AlterTopic; an invalid one is refused and writes nothing.
+func TestTopicConfig(t *testing.T) {
+	root := t.TempDir()
+	s, err := OpenStore(root, StoreOptions{})
+	require.NoError(t, err)
+	cfg := TopicConfig{SegmentBytes: 4096, IndexIntervalBytes: 128, Sync: "always", Compression: "zstd", RetentionAge: 7 * 24 * time.Hour, RetentionConsumed: true}
+	require.NoError(t, s.CreateTopic("orders", 2, cfg))
+	require.NoError(t, s.CreateTopic("plain", 1, TopicConfig{}))
+	err = s.CreateTopic("bad", 1, TopicConfig{Sync: "sometimes"})
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	assert.NoDirExists(t, filepath.Join(root, "bad-0"))
+	for i := 0; i < 100; i++ {
+		_, err := s.Produce("orders", Record{Key: []byte(fmt.Sprint(i)), Value: make([]byte, 100)})
+		require.NoError(t, err)
+	}
+	l, err := s.Log("orders", 1)
+	require.NoError(t, err)
+	assert.Equal(t, SyncAlways, l.opts.Sync)
+	assert.Equal(t, segment.CodecZstd, l.opts.Compression)
+	segs, err := l.Segments()
+	require.NoError(t, err)
+	assert.Greater(t, len(segs), 1, "rolled at the topic's 4 KiB, not the store's 1 GiB")
+	require.NoError(t, s.Close())
+
+	s, err = OpenStore(root, StoreOptions{})
+	require.NoError(t, err)
+	defer s.Close()
+	got, err := s.TopicConfig("orders")
+	require.NoError(t, err)
+	assert.Equal(t, cfg, got)
+	got, err = s.TopicConfig("plain")
+	require.NoError(t, err)
+	assert.Equal(t, TopicConfig{}, got)
+	require.NoError(t, s.CreateTopic("orders", 3, TopicConfig{}), "a partition added later")
+	got, err = ReadTopicConfig(filepath.Join(root, "orders-2"))
+	require.NoError(t, err)
+	assert.Equal(t, cfg, got, "the new partition has the topic's config")
+
+	cfg.SegmentBytes, cfg.Sync = 1<<20, ""
+	require.NoError(t, s.AlterTopic("orders", cfg))
+	got, err = s.TopicConfig("orders")
+	require.NoError(t, err)
+	assert.Equal(t, cfg, got)
+	assert.ErrorIs(t, s.AlterTopic("orders", TopicConfig{SegmentBytes: -1}), ErrInvalidOptions)
+	assert.ErrorIs(t, s.AlterTopic("nope", cfg), ErrUnknownTopic)
 }

@@ -88,7 +88,7 @@ func makeLog(t testing.TB, root, topic string, partitions, batches, per int, seg
 	t.Helper()
 	s, err := storage.OpenStore(root, storage.StoreOptions{Log: storage.Options{SegmentBytes: segBytes, IndexIntervalBytes: 256}})
 	require.NoError(t, err)
-	require.NoError(t, s.CreateTopic(topic, partitions))
+	require.NoError(t, s.CreateTopic(topic, partitions, storage.TopicConfig{}))
 	for p := range partitions {
 		l, err := s.Log(topic, int32(p))
 		require.NoError(t, err)

@@ -217,7 +217,7 @@ type offsetRange struct{ first, last int64 }
 func (p *producer) setup(partitions int) int {
 	n, err := p.store.Partitions(p.topic)
 	if errors.Is(err, storage.ErrUnknownTopic) {
-		if err := p.store.CreateTopic(p.topic, partitions); err != nil {
+		if err := p.store.CreateTopic(p.topic, partitions, storage.TopicConfig{}); err != nil {
 			return p.c.fail("create topic %s: %v", p.topic, err)
 		}
 		n = partitions

@@ -121,7 +121,7 @@ func runTopicsCreate(e *env, args []string) int {
 	if n, err := store.Partitions(*topic); err == nil && n > *partitions {
 		return c.fail("topic %s exists with %d partitions; partitions cannot be removed", *topic, n)
 	}
-	if err := store.CreateTopic(*topic, *partitions); err != nil {
+	if err := store.CreateTopic(*topic, *partitions, storage.TopicConfig{}); err != nil {
 		return c.fail("%v", err)
 	}
 	if err := store.Close(); err != nil {

@@ -152,7 +152,7 @@ func TestVerifyNeverAppendedPartition(t *testing.T) {
 		root := t.TempDir()
 		s, err := storage.OpenStore(root, storage.StoreOptions{})
 		require.NoError(t, err)
-		require.NoError(t, s.CreateTopic("t", 2))
+		require.NoError(t, s.CreateTopic("t", 2, storage.TopicConfig{}))
 		l, err := s.Log("t", 0)
 		require.NoError(t, err)
 		_, err = l.Append(storage.Record{Value: []byte("x")})

@@ -52,7 +52,7 @@ func (w *retWorkload) Run(fsys vfs.FS, root string) (err error) {
 			err = cerr
 		}
 	}()
-	if err := st.CreateTopic(retTopic, retParts); err != nil {
+	if err := st.CreateTopic(retTopic, retParts, storage.TopicConfig{}); err != nil {
 		return err
 	}
 	or := &offRun{m: w.off, fsys: fsys, dir: offDir, sync: w.offSync, rng: rng}

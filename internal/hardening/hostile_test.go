@@ -58,7 +58,7 @@ func TestHostileTopicNames(t *testing.T) {
 	before := listTree(t, parent)
 	for _, name := range []string{"", ".", "..", "../escape", "a/b", "/abs", "nul\x00byte", strings.Repeat("t", 300), strings.Repeat("t", 250), "sp ace", "ünï"} {
 		t.Run(fmt.Sprintf("%.20q", name), func(t *testing.T) {
-			assert.ErrorIs(t, s.CreateTopic(name, 1), storage.ErrInvalidTopic)
+			assert.ErrorIs(t, s.CreateTopic(name, 1, storage.TopicConfig{}), storage.ErrInvalidTopic)
 			_, err := s.Log(name, 0)
 			assert.ErrorIs(t, err, storage.ErrInvalidTopic)
 			_, err = s.Produce(name, storage.Record{Value: []byte("v")})
@@ -67,7 +67,7 @@ func TestHostileTopicNames(t *testing.T) {
 		})
 	}
 	assert.Equal(t, before, listTree(t, parent), "nothing was created")
-	require.NoError(t, s.CreateTopic(strings.Repeat("t", storage.MaxTopicLength), 1), "249 characters is the limit")
+	require.NoError(t, s.CreateTopic(strings.Repeat("t", storage.MaxTopicLength), 1, storage.TopicConfig{}), "249 characters is the limit")
 }
 
 // patchBatch replaces the records section of an encoded batch and fixes

@@ -79,7 +79,7 @@ func TestOpenFileBudget(t *testing.T) {
 	n := 0
 	for n < maxPartitions && (n < minPartitions || time.Since(begin) < createBudget) {
 		next := min(n+500, maxPartitions)
-		require.NoError(t, s.CreateTopic("t", next))
+		require.NoError(t, s.CreateTopic("t", next, storage.TopicConfig{}))
 		for p := n; p < next; p++ {
 			l, err := s.Log("t", int32(p))
 			require.NoError(t, err)
@@ -131,7 +131,7 @@ func TestFilePermissions(t *testing.T) {
 
 	s, err := storage.OpenStore(root, storage.StoreOptions{Log: storage.Options{SegmentBytes: 1024, MaxIndexBytes: 1024}})
 	require.NoError(t, err)
-	require.NoError(t, s.CreateTopic("orders", 2))
+	require.NoError(t, s.CreateTopic("orders", 2, storage.TopicConfig{}))
 	for i := range 30 {
 		_, err := s.Produce("orders", storage.Record{Key: []byte{byte(i)}, Value: []byte(value("v", i))})
 		require.NoError(t, err)

@@ -1,0 +1,249 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/segment"
+)
+
+// TopicConfig is a topic's own configuration, stored with the topic (in
+// each of its partition directories) and used by every later open of its
+// partitions. A zero field takes the store's default (StoreOptions.Log);
+// the retention fields are read by the retention package's cleaner.
+type TopicConfig struct {
+	SegmentBytes       int64         // roll size (Options.SegmentBytes)
+	SegmentAge         time.Duration // roll age (Options.SegmentAge)
+	IndexIntervalBytes int           // Options.IndexIntervalBytes
+	// Sync is a SyncPolicy name (never, every-n, interval, always); ""
+	// keeps the store's.
+	Sync             string
+	SyncEveryRecords int           // Options.SyncEveryRecords
+	SyncInterval     time.Duration // Options.SyncInterval
+	// Compression is a codec name (none, gzip, snappy, zstd, s2) that
+	// Append and Store.Produce encode batches with; "" keeps the store's.
+	Compression       string
+	RetentionAge      time.Duration // delete segments older than this; 0: no age limit
+	RetentionBytes    int64         // per partition; 0: no size limit
+	RetentionConsumed bool          // delete what every reading group has consumed
+}
+
+// topicConfigFile is the file in each partition directory that holds its
+// topic's configuration.
+const topicConfigFile = "topic-config"
+
+// The keys of the file: Kafka's names where Kafka has one.
+var topicConfigKeys = []string{"segment.bytes", "segment.age", "index.interval.bytes", "sync", "sync.every.records", "sync.interval", "compression", "retention.age", "retention.bytes", "retention.consumed"}
+
+// Validate checks the values (not whether they differ from a default).
+func (c TopicConfig) Validate() error {
+	var errs []error
+	if c.SegmentBytes < 0 || c.SegmentAge < 0 || c.IndexIntervalBytes < 0 || c.SyncEveryRecords < 0 || c.SyncInterval < 0 || c.RetentionAge < 0 || c.RetentionBytes < 0 {
+		errs = append(errs, errors.New("negative size or duration"))
+	}
+	if c.SegmentBytes > segment.MaxSegmentBytes {
+		errs = append(errs, fmt.Errorf("segment bytes %d over the most a segment holds (%d)", c.SegmentBytes, int64(segment.MaxSegmentBytes)))
+	}
+	if c.SegmentBytes > 0 && c.SegmentBytes < minSegmentBytes {
+		errs = append(errs, fmt.Errorf("segment bytes %d under %d", c.SegmentBytes, minSegmentBytes))
+	}
+	if c.Sync != "" {
+		if _, err := ParseSyncPolicy(c.Sync); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Compression != "" {
+		if _, err := segment.ParseCodec(c.Compression); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: topic config: %w", ErrInvalidOptions, err)
+	}
+	return nil
+}
+
+// apply returns opts with the topic's values in place of the defaults.
+// The config is valid.
+func (c TopicConfig) apply(opts Options) Options {
+	if c.SegmentBytes > 0 {
+		opts.SegmentBytes = c.SegmentBytes
+	}
+	if c.SegmentAge > 0 {
+		opts.SegmentAge = c.SegmentAge
+	}
+	if c.IndexIntervalBytes > 0 {
+		opts.IndexIntervalBytes = c.IndexIntervalBytes
+	}
+	if p, err := ParseSyncPolicy(c.Sync); err == nil {
+		opts.Sync = p
+	}
+	if c.SyncEveryRecords > 0 {
+		opts.SyncEveryRecords = c.SyncEveryRecords
+	}
+	if c.SyncInterval > 0 {
+		opts.SyncInterval = c.SyncInterval
+	}
+	if codec, err := segment.ParseCodec(c.Compression); err == nil && c.Compression != "" {
+		opts.Compression = codec
+	}
+	return opts
+}
+
+// values returns the file's values, in topicConfigKeys order.
+func (c TopicConfig) values() []string {
+	return []string{
+		strconv.FormatInt(c.SegmentBytes, 10), c.SegmentAge.String(), strconv.Itoa(c.IndexIntervalBytes),
+		c.Sync, strconv.Itoa(c.SyncEveryRecords), c.SyncInterval.String(), c.Compression,
+		c.RetentionAge.String(), strconv.FormatInt(c.RetentionBytes, 10), strconv.FormatBool(c.RetentionConsumed),
+	}
+}
+
+// encodeTopicConfig frames the config as a checksummed text file, one
+// "key value" line per field (an empty value is written as "-").
+func encodeTopicConfig(c TopicConfig) []byte {
+	lines := []string{"seglog " + topicConfigFile + " v1 " + strconv.Itoa(len(topicConfigKeys))}
+	for i, v := range c.values() {
+		if v == "" {
+			v = "-"
+		}
+		lines = append(lines, topicConfigKeys[i]+" "+v)
+	}
+	return encodeChecked(lines)
+}
+
+// decodeTopicConfig parses what encodeTopicConfig wrote. Keys it does not
+// know are an error (a newer format), as are values that do not parse or
+// validate.
+func decodeTopicConfig(b []byte) (TopicConfig, error) {
+	_, items, err := decodeChecked(topicConfigFile, b)
+	if err != nil {
+		return TopicConfig{}, err
+	}
+	var c TopicConfig
+	bad := func(line string, err error) (TopicConfig, error) {
+		return TopicConfig{}, fmt.Errorf("%w: %s: line %q: %v", ErrCorrupt, topicConfigFile, line, err)
+	}
+	for _, line := range items {
+		key, v, ok := strings.Cut(line, " ")
+		if !ok {
+			return bad(line, errors.New("no value"))
+		}
+		if v == "-" {
+			v = ""
+		}
+		var err error
+		switch key {
+		case "segment.bytes":
+			c.SegmentBytes, err = strconv.ParseInt(v, 10, 64)
+		case "segment.age":
+			c.SegmentAge, err = time.ParseDuration(v)
+		case "index.interval.bytes":
+			c.IndexIntervalBytes, err = strconv.Atoi(v)
+		case "sync":
+			c.Sync = v
+		case "sync.every.records":
+			c.SyncEveryRecords, err = strconv.Atoi(v)
+		case "sync.interval":
+			c.SyncInterval, err = time.ParseDuration(v)
+		case "compression":
+			c.Compression = v
+		case "retention.age":
+			c.RetentionAge, err = time.ParseDuration(v)
+		case "retention.bytes":
+			c.RetentionBytes, err = strconv.ParseInt(v, 10, 64)
+		case "retention.consumed":
+			c.RetentionConsumed, err = strconv.ParseBool(v)
+		default:
+			err = errors.New("unknown key")
+		}
+		if err != nil {
+			return bad(line, err)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return TopicConfig{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, topicConfigFile, err)
+	}
+	return c, nil
+}
+
+// readTopicConfig reads a partition directory's topic config; a directory
+// without one has the zero config.
+func readTopicConfig(fsys vfs.FS, dir string) (TopicConfig, error) {
+	b, err := vfs.ReadFile(fsys, filepath.Join(dir, topicConfigFile), checkpointFileLimit)
+	if errors.Is(err, os.ErrNotExist) {
+		return TopicConfig{}, nil
+	}
+	if err != nil {
+		return TopicConfig{}, err
+	}
+	c, err := decodeTopicConfig(b)
+	if err != nil {
+		return TopicConfig{}, fmt.Errorf("%s: %w", dir, err)
+	}
+	return c, nil
+}
+
+// ReadTopicConfig reads the topic configuration stored in a partition
+// directory, for tools (the zero config when there is none).
+func ReadTopicConfig(partitionDir string) (TopicConfig, error) {
+	return readTopicConfig(vfs.Default, partitionDir)
+}
+
+// writeTopicConfigs writes c into the first n partition directories of a
+// topic, each durably; the zero config removes the files.
+func (s *Store) writeTopicConfigs(topic string, n int, c TopicConfig) error {
+	fsys := s.opts.Log.FS
+	for p := 0; p < n; p++ {
+		dir := filepath.Join(s.root, PartitionDir(topic, int32(p)))
+		path := filepath.Join(dir, topicConfigFile)
+		if c == (TopicConfig{}) {
+			if err := fsys.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			if err := fsys.SyncDir(dir); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := vfs.WriteFileAtomic(fsys, path, encodeTopicConfig(c), s.opts.Log.FileMode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TopicConfig returns a topic's configuration (stored in its first
+// partition's directory).
+func (s *Store) TopicConfig(topic string) (TopicConfig, error) {
+	if _, err := s.Partitions(topic); err != nil {
+		return TopicConfig{}, err
+	}
+	return readTopicConfig(s.opts.Log.FS, filepath.Join(s.root, PartitionDir(topic, 0)))
+}
+
+// AlterTopic replaces a topic's configuration. Partitions opened from then
+// on use it; those already open keep theirs until the store is reopened
+// (the retention fields count at the cleaner's next run).
+func (s *Store) AlterTopic(topic string, c TopicConfig) error {
+	if s.opts.Log.ReadOnly {
+		return ErrReadOnly
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	n, err := s.Partitions(topic)
+	if err != nil {
+		return err
+	}
+	if err := s.writeTopicConfigs(topic, n, c); err != nil {
+		return fmt.Errorf("storage: alter topic %s: %w", topic, err)
+	}
+	return nil
+}

@@ -41,7 +41,6 @@ type Log struct {
 	pendingDelete        []*segment.Segment // segments removed from the list whose files remain
 	markerRemovalPending bool               // the clean-shutdown marker's removal is not yet fsynced
 	dirSyncPending       bool               // a new segment's directory entry is not yet fsynced
-	parentSyncPending    bool               // a new log directory's entry in its parent is not yet fsynced
 
 	// ckptMu serializes writes of recovery-point and high-watermark.
 	ckptMu       sync.Mutex
@@ -126,7 +125,10 @@ func Open(dir string, opts Options) (*Log, error) {
 		return l, nil
 	}
 	if !opts.unlocked {
-		if err := opts.FS.MkdirAll(dir, opts.DirMode); err != nil {
+		// A directory created here is durable in its parent before
+		// anything in it is (a Store's partitions are made durable by
+		// CreateTopic).
+		if err := vfs.MkdirAllDurable(opts.FS, dir, opts.DirMode); err != nil {
 			return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 		}
 		lock, err := lockDir(dir)

@@ -108,12 +108,11 @@ func (l *Log) load() error {
 		l.end.Store(base)
 		// Nothing to make durable yet: without a recovery-point file a
 		// reopen after a crash rescans from the start, which is empty.
-		// The new file's directory entry (and, for a log outside a
-		// Store, the directory's own) is fsynced before the first write.
+		// The new file's directory entry is fsynced before the first
+		// write (the directory's own entry was, when Open created it).
 		l.flushed.Store(base)
 		l.checkpointed = -1
 		l.dirSyncPending = true
-		l.parentSyncPending = !l.opts.unlocked
 		return nil
 	}
 
@@ -329,12 +328,6 @@ func (l *Log) recover(segs []*segment.Segment, bases []int64, recoveryPoint int6
 // durable before the log's files first change, so that a crash after the
 // change is never taken for a clean shutdown.
 func (l *Log) durableMarkerRemovalLocked() error {
-	if l.parentSyncPending {
-		if err := l.opts.FS.SyncDir(filepath.Dir(l.dir)); err != nil {
-			return l.fail(err)
-		}
-		l.parentSyncPending = false
-	}
 	if !l.markerRemovalPending && !l.dirSyncPending {
 		return nil
 	}

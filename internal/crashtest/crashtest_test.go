@@ -26,15 +26,7 @@ const shortPoints = 8
 // logged, not reported, so that go test stays green until the fix lands;
 // SEGLOG_CRASHTEST_KNOWN=fail reports them like any failure (to check a
 // fix: then remove the entry).
-var knownFailing = map[string]string{
-	"log/reopen-before-append/strict": newLogDirBug,
-	"log/reopen-before-append/lazy":   newLogDirBug,
-}
-
-// newLogDirBug: found at 957ea90, still there at 6499738. (A process crash,
-// kill mode, keeps the directory: only a power cut loses it.)
-const newLogDirBug = "storage: a new log's directory is fsynced in its parent only before the first write (parentSyncPending, set only when Open creates the first segment); " +
-	"Sync or Close before any append and a reopen forget it, so records acknowledged after the reopen are lost with the whole directory"
+var knownFailing = map[string]string{}
 
 var reportKnown = os.Getenv("SEGLOG_CRASHTEST_KNOWN") == "fail"
 

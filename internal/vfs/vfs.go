@@ -86,27 +86,6 @@ type osFile struct{ *os.File }
 
 func (f osFile) OSFile() *os.File { return f.File }
 
-func (f osFile) Allocate(off, n int64) error {
-	if n <= 0 {
-		return nil
-	}
-	for {
-		err := syscall.Fallocate(int(f.Fd()), 0, off, n)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err == syscall.EOPNOTSUPP || err == syscall.ENOSYS {
-			// The filesystem cannot reserve blocks (tmpfs on old kernels,
-			// some network filesystems): grow the file instead.
-			return growTo(f.File, off+n)
-		}
-		if err != nil {
-			return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
-		}
-		return nil
-	}
-}
-
 func growTo(f *os.File, size int64) error {
 	fi, err := f.Stat()
 	if err != nil {

@@ -21,9 +21,16 @@ func (r logReader) ReadAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-// scan starts sc over the .log's first size bytes. The caller holds s.mu.
+// scan starts sc over the .log's first size bytes, reading headers from
+// the map when there is one. With a Window (a sequential scan: recovery,
+// the tail) it reads with pread, which does not fault the whole file into
+// this process. The caller holds s.mu.
 func (s *Segment) scan(sc *Scanner, size int64, opts ScanOptions) {
 	opts.File, opts.Limits = s.LogPath(), s.opts.Limits
+	if opts.Window > 0 {
+		sc.Reset(s.log, size, opts)
+		return
+	}
 	sc.Reset(logReader{s}, size, opts)
 }
 

@@ -29,97 +29,21 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
-	markerPath := filepath.Join(l.dir, cleanShutdownFile)
-	_, err = fsys.Lstat(markerPath)
-	clean := err == nil
-
-	// After a clean close the manifest describes the segments (sizes,
-	// timestamps): no file is opened per sealed segment. The directory is
-	// still listed, so that files gone since are noticed: a hole is
-	// refused before anything changes, so every later open refuses it too.
-	var known map[int64]segmentInfo
-	mismatch := false
-	if clean {
-		if m, ok := readManifest(fsys, l.dir); ok {
-			ok, err := l.checkManifest(m.bases(), bases)
-			if err != nil {
-				return err
-			}
-			// Files the manifest does not know: trust nothing, recover.
-			mismatch = !ok
-			if ok {
-				known = m.byBase()
-				l.openStats.FromManifest = true
-			}
-		}
-		// The removal is made durable before the first write (see
-		// durableMarkerRemovalLocked): until the log changes, a marker
-		// that a crash brings back describes the files truly.
-		if err := fsys.Remove(markerPath); err != nil {
-			return err
-		}
-		l.markerRemovalPending = true
-		// A manifest is good for the one open that follows the close
-		// that wrote it: remove it now, with the marker, so that no later
-		// clean shutdown that did not write one can pair the marker with
-		// a stale list.
-		if err := fsys.Remove(filepath.Join(l.dir, manifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	clean = clean && !mismatch
-	l.openStats.Clean = clean
-
-	startOffset, haveStart, err := readCheckpoint(fsys, l.dir, logStartOffsetFile)
+	clean, known, err := l.takeCleanMarker(bases)
 	if err != nil {
-		haveStart = false // derived from the segments below instead
+		return err
 	}
-	recoveryPoint, haveRP, err := readCheckpoint(fsys, l.dir, recoveryPointFile)
-	if err != nil || !haveRP {
-		recoveryPoint, clean = 0, clean && haveRP
+	ck, err := l.readLoadCheckpoints(&clean)
+	if err != nil {
+		return err
 	}
-	// A truncation that a crash interrupted: recover from the segment
-	// that holds its end, then finish it (finishLoad).
-	if end, ok, err := readCheckpoint(fsys, l.dir, truncationFile); err != nil {
-		return fmt.Errorf("%w: cannot finish an interrupted truncation: %w", ErrCorrupt, err)
-	} else if ok {
-		l.truncationPending = end
-		recoveryPoint, clean = min(recoveryPoint, end), false
-		l.openStats.Clean = false
-	}
-
 	if len(bases) == 0 {
-		base := int64(0)
-		if haveStart {
-			base = startOffset
-		}
-		if l.truncationPending >= 0 {
-			if err := l.finishTruncationLocked(); err != nil {
-				return err
-			}
-			l.truncationPending = -1
-		}
-		seg, err := segment.Create(l.dir, base, l.opts.segmentOptions())
-		if err != nil {
-			return err
-		}
-		l.publish([]*segment.Segment{seg})
-		l.start.Store(base)
-		l.end.Store(base)
-		// Nothing to make durable yet: without a recovery-point file a
-		// reopen after a crash rescans from the start, which is empty.
-		// The new file's directory entry is fsynced before the first
-		// write (the directory's own entry was, when Open created it).
-		l.flushed.Store(base)
-		l.checkpointed = -1
-		l.dirSyncPending = true
-		return nil
+		return l.createFirstSegment(ck)
 	}
-
 	// Segments wholly below the start offset are left from a deletion
 	// that a crash interrupted after the start offset was advanced.
-	if haveStart {
-		for len(bases) > 1 && bases[1] <= startOffset {
+	if ck.haveStart {
+		for len(bases) > 1 && bases[1] <= ck.start {
 			if err := segment.Open(l.dir, bases[0], bases[1], l.opts.segmentOptions()).Delete(); err != nil {
 				return err
 			}
@@ -127,7 +51,139 @@ func (l *Log) load() error {
 		}
 	}
 	l.openStats.Segments = len(bases)
+	segs := l.sealedSegments(bases, known)
+	if clean {
+		last := len(bases) - 1
+		active, err := segment.OpenActive(l.dir, bases[last], l.opts.segmentOptions())
+		switch {
+		case err == nil:
+			segs[last] = active
+		case active == nil:
+			return err
+		default:
+			// A clean marker over a damaged tail: recover it. What the
+			// manifest said of the files is not trusted either.
+			_ = active.Close()
+			clean, l.openStats.Clean = false, false
+			if l.openStats.FromManifest {
+				l.openStats.FromManifest = false
+				segs, ck.recoveryPoint = l.sealedSegments(bases, nil), 0
+			}
+		}
+	}
+	return l.finishLoad(segs, bases, ck.recoveryPoint, clean, ck.start, ck.haveStart)
+}
 
+// takeCleanMarker reads the clean-shutdown marker and the manifest, and
+// removes both (durably before the first write): a clean open trusts them
+// once. After a clean close the manifest describes the segments (sizes,
+// timestamps), so no file is opened per sealed segment; it is checked
+// against the listing, so that files gone since are noticed: a hole is
+// refused before anything changes, so every later open refuses it too.
+func (l *Log) takeCleanMarker(bases []int64) (clean bool, known map[int64]segmentInfo, err error) {
+	fsys := l.opts.FS
+	markerPath := filepath.Join(l.dir, cleanShutdownFile)
+	if _, err := fsys.Lstat(markerPath); err != nil {
+		return false, nil, nil
+	}
+	mismatch := false
+	if m, ok := readManifest(fsys, l.dir); ok {
+		ok, err := l.checkManifest(m.bases(), bases)
+		if err != nil {
+			return false, nil, err
+		}
+		// Files the manifest does not know: trust nothing, recover.
+		mismatch = !ok
+		if ok {
+			known = m.byBase()
+			l.openStats.FromManifest = true
+		}
+	}
+	// The removal is made durable before the first write (see
+	// durableMarkerRemovalLocked): until the log changes, a marker that a
+	// crash brings back describes the files truly.
+	if err := fsys.Remove(markerPath); err != nil {
+		return false, nil, err
+	}
+	l.markerRemovalPending = true
+	// A manifest is good for the one open that follows the close that
+	// wrote it: remove it with the marker, so that no later clean
+	// shutdown that did not write one can pair the marker with a stale
+	// list.
+	if err := fsys.Remove(filepath.Join(l.dir, manifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, nil, err
+	}
+	l.openStats.Clean = !mismatch
+	return !mismatch, known, nil
+}
+
+// loadCheckpoints is what an open reads of the checkpoint files.
+type loadCheckpoints struct {
+	start         int64 // log-start-offset, when haveStart
+	haveStart     bool
+	recoveryPoint int64 // 0 when unknown: recovery rescans everything
+}
+
+// readLoadCheckpoints reads log-start-offset, recovery-point and a pending
+// truncation; a missing recovery point, or a truncation that a crash
+// interrupted, makes the open unclean (*clean = false).
+func (l *Log) readLoadCheckpoints(clean *bool) (loadCheckpoints, error) {
+	fsys := l.opts.FS
+	var ck loadCheckpoints
+	var err error
+	if ck.start, ck.haveStart, err = readCheckpoint(fsys, l.dir, logStartOffsetFile); err != nil {
+		ck.haveStart = false // derived from the segments instead
+	}
+	rp, haveRP, err := readCheckpoint(fsys, l.dir, recoveryPointFile)
+	if err != nil || !haveRP {
+		rp, *clean = 0, false
+	}
+	ck.recoveryPoint = rp
+	// A truncation that a crash interrupted: recover from the segment
+	// that holds its end, then finish it (finishLoad).
+	if end, ok, err := readCheckpoint(fsys, l.dir, truncationFile); err != nil {
+		return ck, fmt.Errorf("%w: cannot finish an interrupted truncation: %w", ErrCorrupt, err)
+	} else if ok {
+		l.truncationPending = end
+		ck.recoveryPoint, *clean = min(ck.recoveryPoint, end), false
+	}
+	l.openStats.Clean = l.openStats.Clean && *clean
+	return ck, nil
+}
+
+// createFirstSegment starts a log that has no segment, at the start offset.
+func (l *Log) createFirstSegment(ck loadCheckpoints) error {
+	base := int64(0)
+	if ck.haveStart {
+		base = ck.start
+	}
+	if l.truncationPending >= 0 {
+		if err := l.finishTruncationLocked(); err != nil {
+			return err
+		}
+		l.truncationPending = -1
+	}
+	seg, err := segment.Create(l.dir, base, l.opts.segmentOptions())
+	if err != nil {
+		return err
+	}
+	l.publish([]*segment.Segment{seg})
+	l.start.Store(base)
+	l.end.Store(base)
+	// Nothing to make durable yet: without a recovery-point file a reopen
+	// after a crash rescans from the start, which is empty. The new
+	// file's directory entry is fsynced before the first write (the
+	// directory's own entry was, when Open created it).
+	l.flushed.Store(base)
+	l.checkpointed = -1
+	l.dirSyncPending = true
+	return nil
+}
+
+// sealedSegments returns the segments of bases, all but the last opened
+// lazily as sealed (with what the manifest knows of them); the last is
+// left nil for the caller.
+func (l *Log) sealedSegments(bases []int64, known map[int64]segmentInfo) []*segment.Segment {
 	segs := make([]*segment.Segment, len(bases))
 	for i := 0; i < len(bases)-1; i++ {
 		segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
@@ -135,45 +191,7 @@ func (l *Log) load() error {
 			segs[i].SetKnown(in.Size, in.MaxTimestamp, in.MaxTimestampOffset)
 		}
 	}
-	last := len(bases) - 1
-	if clean {
-		active, err := segment.OpenActive(l.dir, bases[last], l.opts.segmentOptions())
-		if err == nil && l.openStats.FromManifest {
-			if _, serr := fsys.Lstat(filepath.Join(l.dir, segment.FileName(active.NextOffset(), segment.LogSuffix))); serr == nil && active.NextOffset() != active.Base() {
-				err = fmt.Errorf("%w: a segment follows the manifest's last one", ErrCorrupt)
-			}
-		}
-		if err != nil && l.openStats.FromManifest {
-			// The manifest does not match the files: trust nothing.
-			if active != nil {
-				_ = active.Close()
-			}
-			l.openStats.FromManifest, l.openStats.Clean = false, false
-			if bases, err = l.listDir(); err != nil {
-				return err
-			}
-			if len(bases) == 0 {
-				return fmt.Errorf("%w: the manifest lists segments that are gone", ErrCorrupt)
-			}
-			segs = make([]*segment.Segment, len(bases))
-			for i := 0; i < len(bases)-1; i++ {
-				segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
-			}
-			return l.finishLoad(segs, bases, 0, false, startOffset, haveStart)
-		}
-		if err != nil {
-			if active == nil {
-				return err
-			}
-			// A clean marker over a damaged tail: recover it.
-			_ = active.Close()
-			clean = false
-			l.openStats.Clean = false
-		} else {
-			segs[last] = active
-		}
-	}
-	return l.finishLoad(segs, bases, recoveryPoint, clean, startOffset, haveStart)
+	return segs
 }
 
 // finishLoad recovers (when not clean) and publishes the loaded segments.

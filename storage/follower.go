@@ -73,6 +73,26 @@ func (l *Log) Refresh() (bool, error) {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	before := l.end.Load()
+	if ok, err := l.refreshSegmentsLocked(); !ok || err != nil {
+		return false, err
+	}
+	if err := l.followTailLocked(); err != nil {
+		return false, err
+	}
+	l.end.Store(l.active().NextOffset())
+	hw := l.hw.Load()
+	l.loadHighWatermark()
+	moved := l.end.Load() != before
+	if moved || l.hw.Load() != hw {
+		l.wakeWaiters()
+	}
+	return moved, nil
+}
+
+// refreshSegmentsLocked follows the writer's deletions from the front and
+// its truncations below the tail segment; ok is false while the log has
+// no segment. The caller holds writeMu.
+func (l *Log) refreshSegmentsLocked() (ok bool, err error) {
 	// The writer's deletions from the front: the start moves, and the
 	// segments below it go from the list.
 	if v, ok, err := readCheckpoint(l.opts.FS, l.dir, logStartOffsetFile); err == nil && ok && v > l.start.Load() && v <= l.end.Load() {
@@ -94,9 +114,7 @@ func (l *Log) Refresh() (bool, error) {
 		if err := l.loadReadOnly(); err != nil {
 			return false, err
 		}
-		if len(l.segments()) == 0 {
-			return false, nil
-		}
+		return len(l.segments()) > 0, nil
 	} else if _, err := l.opts.FS.Lstat(l.active().LogPath()); errors.Is(err, os.ErrNotExist) {
 		// The writer truncated below our tail segment and deleted it:
 		// look at the directory again.
@@ -108,19 +126,25 @@ func (l *Log) Refresh() (bool, error) {
 			_ = s.Close()
 		}
 	}
+	return true, nil
+}
+
+// followTailLocked extends the tail segment over what the writer appended,
+// and follows it into the segments it rolled to. The caller holds writeMu.
+func (l *Log) followTailLocked() error {
 	for {
 		segs := l.segments()
 		tail := segs[len(segs)-1]
 		truncated, err := tail.Shrunk()
 		if err != nil {
-			return false, err
+			return err
 		}
 		if truncated {
 			// The writer truncated (a replica following a new leader):
 			// look at the tail again from scratch.
 			nt, err := segment.OpenTail(l.dir, tail.Base(), l.opts.segmentOptions())
 			if err != nil {
-				return false, err
+				return err
 			}
 			_ = tail.Close()
 			segs = append(segs[:len(segs)-1:len(segs)-1], nt)
@@ -129,7 +153,7 @@ func (l *Log) Refresh() (bool, error) {
 			l.end.Store(min(l.end.Load(), nt.NextOffset()))
 		}
 		if _, err := tail.Refresh(); err != nil {
-			return false, err
+			return err
 		}
 		// A segment at the tail's end means the writer rolled: the tail
 		// is complete; follow into the next one.
@@ -139,16 +163,9 @@ func (l *Log) Refresh() (bool, error) {
 		}
 		nt, err := segment.OpenTail(l.dir, next, l.opts.segmentOptions())
 		if err != nil {
-			return false, err
+			return err
 		}
 		l.publish(append(segs, nt))
 	}
-	l.end.Store(l.active().NextOffset())
-	hw := l.hw.Load()
-	l.loadHighWatermark()
-	moved := l.end.Load() != before
-	if moved || l.hw.Load() != hw {
-		l.wakeWaiters()
-	}
-	return moved, nil
+	return nil
 }

@@ -134,26 +134,34 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 		}
 		s.lock = lock
 	}
-	defer func() {
-		if s.lock != nil && s.closed {
-			s.lock.unlock()
-		}
-	}()
+	if err := s.loadTopics(); err != nil {
+		s.lock.unlock()
+		return nil, err
+	}
+	if opts.Log.Sync == SyncInterval && !opts.Log.ReadOnly {
+		s.wg.Add(1)
+		go s.flushLoop()
+	}
+	return s, nil
+}
+
+// loadTopics finds the topics from the partition directories under the
+// root, finishing deletions that a crash interrupted (unless read-only).
+func (s *Store) loadTopics() error {
+	root, fsys, readOnly := s.root, s.opts.Log.FS, s.opts.Log.ReadOnly
 	entries, err := fsys.ReadDir(root)
 	if err != nil {
-		s.closed = true
-		return nil, fmt.Errorf("storage: open store: %w", err)
+		return fmt.Errorf("storage: open store: %w", err)
 	}
 	parts := map[string][]int32{}
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasSuffix(name, ".deleted") {
-			if opts.Log.ReadOnly {
+			if readOnly {
 				continue
 			}
 			if err := fsys.RemoveAll(filepath.Join(root, name)); err != nil {
-				s.closed = true
-				return nil, fmt.Errorf("storage: finish deleting %s: %w", name, err)
+				return fmt.Errorf("storage: finish deleting %s: %w", name, err)
 			}
 			continue
 		}
@@ -162,8 +170,7 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 			continue // not a partition: the offsets store, a marker, notes
 		}
 		if e.Type()&fs.ModeSymlink != 0 {
-			s.closed = true
-			return nil, fmt.Errorf("storage: open store: %w: %s is a symbolic link; partition directories must be real directories inside the root", ErrCorrupt, filepath.Join(root, name))
+			return fmt.Errorf("storage: open store: %w: %s is a symbolic link; partition directories must be real directories inside the root", ErrCorrupt, filepath.Join(root, name))
 		}
 		if !e.IsDir() {
 			continue
@@ -174,17 +181,12 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 		slices.Sort(ps)
 		for i, p := range ps {
 			if p != int32(i) {
-				s.closed = true
-				return nil, fmt.Errorf("storage: open store: %w: topic %s has partition %d but not %d", ErrCorrupt, topic, p, i)
+				return fmt.Errorf("storage: open store: %w: topic %s has partition %d but not %d", ErrCorrupt, topic, p, i)
 			}
 		}
 		s.topics[topic] = len(ps)
 	}
-	if opts.Log.Sync == SyncInterval && !opts.Log.ReadOnly {
-		s.wg.Add(1)
-		go s.flushLoop()
-	}
-	return s, nil
+	return nil
 }
 
 func defaultMaxOpenFiles() int {

@@ -274,6 +274,24 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Report, error) {
 	now := c.opts.Now()
 	rep := Report{DryRun: c.opts.DryRun}
 
+	jobs := c.planJobs()
+	results := c.runJobs(ctx, jobs, now)
+	c.collect(&rep, jobs, results)
+	rep.Elapsed = time.Since(began)
+	c.recordRun(rep, now)
+
+	switch {
+	case c.ctx.Err() != nil:
+		return rep, ErrClosed
+	case ctx.Err() != nil:
+		return rep, ctx.Err()
+	}
+	return rep, nil
+}
+
+// planJobs lists the partitions this run cleans: those with a policy, and
+// those a failed run left to retry.
+func (c *Cleaner) planJobs() []job {
 	var jobs []job
 	for _, t := range c.store.Topics() {
 		p := c.Policy(t.Name)
@@ -284,8 +302,13 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Report, error) {
 			}
 		}
 	}
-	clear(c.retry) // rebuilt below from this run; vanished topics drop out
+	clear(c.retry) // rebuilt by collect from this run; vanished topics drop out
+	return jobs
+}
 
+// runJobs cleans the jobs' partitions on Options.Workers goroutines, until
+// ctx or the cleaner is done; a job not started has a result with ran false.
+func (c *Cleaner) runJobs(ctx context.Context, jobs []job, now time.Time) []result {
 	stopped := func() bool { return ctx.Err() != nil || c.ctx.Err() != nil }
 	results := make([]result, len(jobs))
 	next := make(chan int)
@@ -307,7 +330,12 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Report, error) {
 	}
 	close(next)
 	wg.Wait()
+	return results
+}
 
+// collect adds the results to the report (deletions sorted) and notes the
+// partitions to retry.
+func (c *Cleaner) collect(rep *Report, jobs []job, results []result) {
 	for i, r := range results {
 		if !r.ran {
 			if jobs[i].retry {
@@ -327,9 +355,12 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Report, error) {
 	slices.SortFunc(rep.Deletions, func(a, b Deletion) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.BaseOffset, b.BaseOffset))
 	})
-	rep.Elapsed = time.Since(began)
+}
 
+// recordRun adds a run's report to the cleaner's statistics.
+func (c *Cleaner) recordRun(rep Report, now time.Time) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.stats.Runs++
 	if rep.DryRun {
 		c.stats.DryRuns++
@@ -340,15 +371,6 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Report, error) {
 	c.stats.Failures += int64(len(rep.Failures))
 	c.stats.LastRun = now
 	c.stats.LastElapsed = rep.Elapsed
-	c.mu.Unlock()
-
-	switch {
-	case c.ctx.Err() != nil:
-		return rep, ErrClosed
-	case ctx.Err() != nil:
-		return rep, ctx.Err()
-	}
-	return rep, nil
 }
 
 // cleanPartition plans one partition and, unless this is a dry run, has

@@ -11,6 +11,20 @@ import (
 	"github.com/seglog/seglog/index"
 )
 
+// acquireStat is acquire, also returning the .log's size on disk. On
+// success the caller must RUnlock s.mu.
+func (s *Segment) acquireStat() (int64, error) {
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	fi, err := s.log.Stat()
+	if err != nil {
+		s.mu.RUnlock()
+		return 0, fmt.Errorf("segment: %w", err)
+	}
+	return fi.Size(), nil
+}
+
 // acquire makes sure the files are open and returns with s.mu held for
 // reading; the caller must RUnlock it.
 func (s *Segment) acquire() error {

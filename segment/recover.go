@@ -21,16 +21,13 @@ const (
 func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
 	s := newSegment(dir, base, opts)
 	s.writable = true
-	if err := s.acquire(); err != nil {
+	size, err := s.acquireStat()
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.RUnlock()
-	fi, err := s.log.Stat()
-	if err != nil {
-		return s, fmt.Errorf("segment: %w", err)
-	}
 	// A damaged index is rebuilt by Recover: report it as corruption.
-	if err := s.oidx.SanityCheck(fi.Size()); err != nil {
+	if err := s.oidx.SanityCheck(size); err != nil {
 		return s, &CorruptError{File: s.path(IndexSuffix), Pos: 0, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 	}
 	// The tail, from the last index entry on, is verified batch by batch
@@ -38,7 +35,7 @@ func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
 	// that the disk kept every byte of the last writes.
 	start := s.oidx.Lookup(math.MaxInt64)
 	var sc Scanner
-	s.scan(&sc, fi.Size(), ScanOptions{Start: start.Position, Verify: true, CheckOffsets: true, FirstOffset: start.Offset, Window: tailWindow})
+	s.scan(&sc, size, ScanOptions{Start: start.Position, Verify: true, CheckOffsets: true, FirstOffset: start.Offset, Window: tailWindow})
 	for sc.Next() {
 		s.noteBatch(sc.Header())
 		s.sinceIndex += sc.Header().Size()

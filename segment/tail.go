@@ -1,7 +1,6 @@
 package segment
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -25,15 +24,12 @@ func OpenTail(dir string, base int64, opts Options) (*Segment, error) {
 // under this view: the file is shorter than what the view has read, or the
 // last batch it read is no longer there (truncated, then written again).
 func (s *Segment) Shrunk() (bool, error) {
-	if err := s.acquire(); err != nil {
+	size, err := s.acquireStat()
+	if err != nil {
 		return false, err
 	}
 	defer s.mu.RUnlock()
-	fi, err := s.log.Stat()
-	if err != nil {
-		return false, fmt.Errorf("segment: %w", err)
-	}
-	if fi.Size() < s.size.Load() {
+	if size < s.size.Load() {
 		return true, nil
 	}
 	s.refreshMu.Lock()
@@ -53,27 +49,24 @@ func (s *Segment) Shrunk() (bool, error) {
 // Refresh extends a tail segment (OpenTail) over the complete batches the
 // writer has appended since, and reports whether it grew.
 func (s *Segment) Refresh() (bool, error) {
-	if err := s.acquire(); err != nil {
+	size, err := s.acquireStat()
+	if err != nil {
 		return false, err
 	}
 	defer s.mu.RUnlock()
-	fi, err := s.log.Stat()
-	if err != nil {
-		return false, fmt.Errorf("segment: %w", err)
-	}
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
 	pos, next := s.size.Load(), s.next.Load()
 	if pos == 0 {
 		start := s.oidx.Lookup(math.MaxInt64)
-		if start.Position < fi.Size() {
+		if start.Position < size {
 			pos, next = start.Position, start.Offset
 		}
 	}
 	// A batch being written, or one not ours to judge, ends the scan:
 	// it is looked at again by the next Refresh.
 	var sc Scanner
-	s.scan(&sc, fi.Size(), ScanOptions{Start: pos, Verify: true, CheckOffsets: true, FirstOffset: next, Window: tailWindow})
+	s.scan(&sc, size, ScanOptions{Start: pos, Verify: true, CheckOffsets: true, FirstOffset: next, Window: tailWindow})
 	grew := false
 	for sc.Next() {
 		h := sc.Header()

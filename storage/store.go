@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -350,6 +351,17 @@ func (s *Store) Log(topic string, partition int32) (*Log, error) {
 	return l, err
 }
 
+// closeSlots waits for each slot's log to be opened and closes it.
+func closeSlots(slots []*logSlot) error {
+	var errs []error
+	for _, slot := range slots {
+		if <-slot.ready; slot.l != nil {
+			errs = append(errs, slot.l.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // openLog opens a partition's log with its topic's configuration.
 func (s *Store) openLog(name string) (*Log, error) {
 	dir := filepath.Join(s.root, name)
@@ -392,12 +404,7 @@ func (s *Store) DeleteTopic(topic string) error {
 		}
 	}
 	s.mu.Unlock()
-	var errs []error
-	for _, slot := range slots {
-		if <-slot.ready; slot.l != nil {
-			errs = append(errs, slot.l.Close())
-		}
-	}
+	errs := []error{closeSlots(slots)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.deleting, topic)
@@ -551,14 +558,9 @@ func (s *Store) Close() error {
 	s.logs = map[string]*logSlot{}
 	s.mu.Unlock()
 	s.wg.Wait()
-	var errs []error
-	for _, slot := range slots {
-		if <-slot.ready; slot.l != nil {
-			errs = append(errs, slot.l.Close())
-		}
-	}
+	err := closeSlots(slices.Collect(maps.Values(slots)))
 	s.lock.unlock()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return fmt.Errorf("storage: close store: %w", err)
 	}
 	return nil

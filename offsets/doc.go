@@ -23,30 +23,116 @@
 // never become paths here. Partitions and offsets are non-negative.
 // Metadata is at most Options.MaxMetadataBytes. A batch must encode to at
 // most MaxRecordBytes. Bad arguments are errors wrapping ErrInvalid.
+// DeleteTopic removes every group's positions on a topic and interest in
+// it (a deleted topic, recreated later, is not skipped by old positions).
+//
+// # Several stores on one directory
+//
+// Any number of Stores may be open on one directory at once, in one process
+// or several (consumer processes of different groups, or of one group on
+// different partitions, and a broker): they share one journal. Each
+// append to it - a Store's buffered records, written by one write - is
+// made under an exclusive flock of append.lock, held only for that write:
+// the holder first reads what the others appended since it last looked
+// (so its state follows theirs), then appends at the end (the file is
+// opened O_APPEND), and unlocks. It fsyncs after unlocking, so that the
+// next store's append overlaps its fsync; an fsync covers every byte of
+// the file written before it, whoever wrote it. The journal is therefore
+// one sequence of whole records, in the order the lock was taken, and
+// every store applies it in that order: the rule for two stores that
+// commit to the same (group, topic, partition) is that the commit later in
+// the journal wins - the last durable writer, in journal order, whatever
+// the commits' times. Every store that follows the journal reaches the
+// same state. A CommitBatch is one record, so it is all-or-nothing for
+// every reader too; DeleteGroup, DeleteTopic and Unsubscribe remove what
+// precedes them in the journal, whichever store wrote it.
+//
+// A store learns what the others did by one fstat of the journal it
+// follows: a larger size means records to read; a link count of 0 means a
+// compaction replaced the journal (it then rereads the directory: the new
+// snapshot and journal); a smaller size means a journal cut by a
+// RecoverCorrupt Open (it rereads too). Under the append lock, a store also
+// checks that the next journal does not exist (a compaction that a crash
+// interrupted leaves it, the journal still linked) before appending.
+//
+// A store that was killed in the middle of a write leaves a torn record at
+// the journal's end, unlocked. The next store to take the append lock finds
+// bytes after the last whole record while nobody writes (no store writes
+// without the lock): it cuts them, fsyncs, and appends after. A torn record
+// was never acknowledged (its fsync had not returned). Bytes after which a
+// valid record follows are not a torn append but damage: the store fails
+// (a *CorruptError, sticky) rather than append after them.
+//
+// Each writing Store holds LOCK with a shared flock for its life. A seglog
+// from before the shared journal held it exclusively: the two versions
+// exclude each other (this one's Open returns ErrLocked), so a store never
+// appends beside a writer that takes no append lock.
+//
+// # Reads follow the journal
+//
+// Every read (Fetch, MinCommitted, Readers, Groups, Positions, Stats)
+// first follows the journal - one fstat when nothing changed - and so sees
+// every commit that any store acknowledged before the read began. Records
+// of other stores that it reads are applied only once durable: if no fsync
+// this store made covers them yet, the read fsyncs the journal first
+// (shared with a group commit in progress). That fsync writes nothing of
+// its own: it makes sure that what another process wrote (and perhaps
+// died before fsyncing) reaches the disk before this store answers from
+// it. Refresh does the same on demand and returns what went wrong; a read
+// answers from what it had when following fails (Stats.RefreshErr).
+//
+// # Read-only
+//
+// OpenReadOnly opens a store without any lock and changes no byte in the
+// directory: no header rewrite, no cut of a torn tail, no removal of a
+// temporary snapshot or obsolete journal, no compaction, no file created.
+// It reads the snapshot and the journals as Open would, skipping (and
+// counting in Stats.DroppedBytes) what Open would cut. Writers may
+// compact while it reads: if a file it listed is gone, the journal it read
+// last was unlinked, or an older one still grew, it starts again. It
+// fsyncs the directory and the journals it read (fsync changes no byte;
+// it makes what it serves durable, as a writer's Open does). Its reads
+// follow the journal like a writer's, with no lock (a compaction shows as
+// the journal unlinked: it rereads the directory). Write methods return
+// ErrReadOnly. The retention cleaner can use a read-only store: its
+// MinCommitted answers from durable commits only.
 //
 // # Files
 //
-//	<dir>/LOCK                          flock'ed while a Store is open (ErrLocked)
+//	<dir>/LOCK                          flock'ed shared by every writing Store while open
+//	<dir>/append.lock                   flock'ed exclusively for each append, compaction, recovery
 //	<dir>/snapshot                      the whole state as of generation G
 //	<dir>/journal-<G, 20 digits>        records appended since that snapshot
-//	<dir>/snapshot.tmp                  a snapshot being written; removed on open
+//	<dir>/snapshot.tmp                  a snapshot being written; removed by Open
+//
+// DirName is the store's directory in a data directory; Files lists a
+// directory's entries with what each is to the store (FileKind), for
+// tools that check or show them.
 //
 // Open creates the directory if needed with vfs.MkdirAllDurable (the parent
 // of every directory it creates is fsynced). It follows no symbolic link:
-// a directory, journal, snapshot or LOCK that is a link is refused with an
-// error wrapping ErrInvalid, so nothing outside the directory is written.
+// a directory, journal, snapshot or lock file that is a link is refused
+// with an error wrapping ErrInvalid, so nothing outside the directory is
+// written.
 //
-// Open loads the snapshot (generation S, or an empty state and S = 0 when
-// there is none), fsyncs the directory (the snapshot's rename may not have
-// been durable when the last process died, and it is what makes older
-// journals obsolete), deletes journals whose generation is below S (they
-// are already in the snapshot), and replays the others in generation order,
-// fsyncing each (its tail may have been in the page cache only). The last
-// one becomes the active journal (created, as generation max(S, 1), when
-// there is none). After removing or creating journals it fsyncs the
-// directory again. So everything Open serves is durable; an fsync that
-// fails fails the Open. Leftover temporary snapshots (snapshot*.tmp) are
-// removed.
+// Open, under the append lock, loads the snapshot (generation S, or an
+// empty state and S = 0 when there is none), fsyncs the directory (the
+// snapshot's rename may not have been durable when the last process died,
+// and it is what makes older journals obsolete), deletes journals whose
+// generation is below S (they are already in the snapshot), and replays
+// the others in generation order, fsyncing each (its tail may have been in
+// the page cache only). A last journal that holds no record, above another
+// one, is what a compaction that a crash interrupted before its snapshot's
+// rename left: it is deleted (the other stores go on appending to the
+// journal below it). The last journal becomes the active one (created, as
+// generation max(S, 1), when there is none). After removing or creating
+// journals it fsyncs the directory again. So everything Open serves is
+// durable; an fsync that fails fails the Open. Leftover temporary
+// snapshots (snapshot*.tmp) are removed. A directory that a seglog from
+// before the shared journal left with more than one journal holding
+// records (a crash during its compaction) is compacted at once, so that
+// the stores follow one journal. Another store that finds the journal
+// replaced or the next one present does the same, under the append lock.
 //
 // # Journal file
 //
@@ -75,6 +161,12 @@
 //	2 delete group:  group str
 //	3 subscribe:     group str | topic str
 //	4 unsubscribe:   group str | topic str
+//	5 delete topic:  topic str
+//
+// Type 5 is new with DeleteTopic: a seglog from before it reports a
+// journal that holds one as corrupt (a compaction folds it into the
+// snapshot, whose format has not changed). The other types and the
+// snapshot are as before: a directory written by an earlier version opens.
 //
 // Commit and CommitBatch both write one commit-batch record, so a batch is
 // all-or-nothing: a torn record fails its checksum and is dropped whole.
@@ -125,31 +217,40 @@
 //
 // # Compaction
 //
-// When the journal passes Options.CompactBytes (or on Compact), the store,
-// with commits paused:
+// When the journal passes Options.CompactBytes (or on Compact), a store,
+// holding the append lock (the other stores wait to append; its own
+// committers go on filling its buffer):
 //
-//  1. writes the buffered records to journal G and, if any record is not
-//     durable yet, fsyncs it (so the state, which only durable records
-//     reach, holds every record appended; a failure here is a failed fsync);
+//  1. reads the journal to its end (if another store compacted first, it
+//     reloads instead and stops there, unless Compact asked), writes its
+//     buffer and, if any record in the journal is not durable yet, fsyncs
+//     it (so the state, which only durable records reach, holds every
+//     record appended; a failure here is a failed fsync);
 //  2. creates journal G+1 (header, fsync, directory fsync);
 //  3. writes the snapshot of the state as generation G+1 atomically;
 //  4. switches to journal G+1 and deletes journal G.
 //
+// The other stores see journal G unlinked (readers) or journal G+1
+// present (writers, under the lock) and reload from snapshot G+1.
+//
 // A crash before step 3's rename leaves snapshot S <= G and journals G and
-// G+1 (empty): replay gives the state. A crash after it leaves snapshot G+1,
+// G+1 (empty): the next store to take the append lock deletes journal
+// G+1, and replay gives the state. A crash after it leaves snapshot G+1,
 // which already holds everything of journal G, so journal G is deleted
 // unread: the generation number makes the switch exact. (Replaying it anyway
 // would also converge, as every record sets absolute values - offsets,
 // interest, deletion - and the snapshot already ends with the effect of its
-// last records.) If step 2 or 3 fails before the snapshot's rename, journal
-// G+1 is removed, the store keeps appending to journal G, the error is in
-// Stats, and compaction is retried when the journal has grown by another
-// CompactBytes. If the directory fsync after the rename fails, snapshot G+1
-// is in place but perhaps not durable: appending to journal G would be lost
-// (the next Open deletes it unread), and relying on journal G+1 would trust
-// a rename that a power cut may undo, so the store fails like after a failed
-// fsync (see below); a reopen finds one snapshot or the other, and the
-// journals it needs.
+// last records.) No store appends to journal G after step 1: the lock is
+// held until the switch, and the others check for journal G+1 under it
+// before appending. If step 2 or 3 fails before the snapshot's rename,
+// journal G+1 is removed, the store keeps appending to journal G, the
+// error is in Stats, and compaction is retried when the journal has grown
+// by another CompactBytes. If the directory fsync after the rename fails,
+// snapshot G+1 is in place but perhaps not durable: appending to journal G
+// would be lost (the next Open deletes it unread), and relying on journal
+// G+1 would trust a rename that a power cut may undo, so the store fails
+// like after a failed fsync (see below); a reopen finds one snapshot or
+// the other, and the journals it needs.
 //
 // The snapshot holds exactly one entry per (group, topic, partition): the
 // latest commit.
@@ -157,53 +258,73 @@
 // # Durability and concurrency
 //
 // All methods are safe for concurrent use. Appends go, under one mutex, into
-// an in-memory buffer that is written to the journal before every fsync,
-// when it passes 64 KiB, and on Sync and Close.
+// an in-memory buffer that is written to the journal (under the append
+// lock) before every fsync, when it passes 64 KiB, and on Sync and Close.
 //
 // Reads see durable writes only. The in-memory state is the durable one:
-// the snapshot and the journal records that an fsync has covered. Every
-// read answers from it (Fetch, MinCommitted, Readers, Groups, Positions and
-// the counts in Stats), and compaction snapshots it. A record appended
-// waits in a queue of pending records and is applied to the state when an
-// fsync that covers it succeeds (one fsync covers every record appended
-// before it: group commit); Close makes everything durable for the next
-// Open. The queue holds at most about a journal's worth (CompactBytes) of
-// records, since a compaction starts with an fsync. This is what the
-// retention cleaner needs: it deletes segments below MinCommitted, so
-// MinCommitted must never run ahead of what a power cut keeps, or the
-// records between the surviving commit and the deleted segments would be
-// lost. A write whose write or fsync fails never reaches the state.
+// the snapshot and the journal records that an fsync has covered, this
+// store's and the others'. Every read answers from it (Fetch,
+// MinCommitted, Readers, Groups, Positions and the counts in Stats), and
+// compaction snapshots it. The journal bytes a store wrote or read wait in
+// a queue of pending records, in journal order, and are applied to the
+// state when an fsync that covers them succeeds (one fsync covers every
+// byte written before it: group commit, within a process and across
+// processes); Close makes everything durable for the next Open. The queue
+// holds at most about a journal's worth (CompactBytes) of records, since a
+// compaction starts with an fsync. This is what the retention cleaner
+// needs: it deletes segments below MinCommitted, so MinCommitted must
+// never run ahead of what a power cut keeps, or the records between the
+// surviving commit and the deleted segments would be lost. A write whose
+// write or fsync fails never reaches the state.
 //
 //   - SyncAlways (default): Commit returns after an fsync covering its record,
-//     so a committer reads its own commit when Commit returns. Concurrent
-//     commits share fsyncs (group commit): a committer that finds no fsync
-//     in progress becomes the leader, writes the buffer and fsyncs on behalf
-//     of every record appended so far, applies them to the state, and only
-//     then wakes the others, which wait on a condition variable for "synced
-//     up to" to pass their record's sequence number. Appends and reads go on
-//     during an fsync.
+//     so a committer reads its own commit when Commit returns, and any store
+//     that reads after that sees it too. Concurrent commits share fsyncs
+//     (group commit): a committer that finds no fsync in progress becomes
+//     the leader, writes the buffer and fsyncs on behalf of every record
+//     appended so far, applies them to the state, and only then wakes the
+//     others, which wait on a condition variable for "synced up to" to pass
+//     their record's sequence number. Appends and reads go on during an
+//     fsync.
 //   - SyncInterval: a background goroutine, owned by the Store and stopped by
 //     Close, writes and fsyncs every SyncInterval. A process crash may lose
 //     the commits of the last interval (still in the user-space buffer); a
 //     machine crash likewise. Reads lag commits by up to an interval.
 //   - SyncNever: the journal is written when the buffer fills and fsynced
-//     only on Sync, Close and compaction. A process crash may lose buffered
-//     commits, and a machine crash may also lose what the OS had not written.
-//     Reads see a commit after the next Sync or compaction.
+//     only on Sync, Close and compaction (or by a store that reads it). A
+//     process crash may lose buffered commits, and a machine crash may
+//     also lose what the OS had not written. Reads see a commit after the
+//     next Sync or compaction.
 //
-// DeleteGroup, Subscribe and Unsubscribe are durable like a commit, and
-// visible like one: a group's interest (and its hold on retention) starts
-// and ends when the record is durable. (Whether one would change nothing is
-// judged on the state only when no record is pending; otherwise it is
-// appended anyway.) A pending write that would lower MinCommitted (a
-// commit that moves a group back, a new reader) does not lower it until it
-// is durable: the cleaner may delete meanwhile what it would have kept,
+// DeleteGroup, DeleteTopic, Subscribe and Unsubscribe are durable like a
+// commit, and visible like one: a group's interest (and its hold on
+// retention) starts and ends when the record is durable. (Whether one
+// would change nothing is judged on the state only after following the
+// journal, and when none of this store's records is pending; otherwise it
+// is appended anyway.) A pending write that would lower MinCommitted (a
+// commit that moves a group back, a new reader) does not lower it until
+// it is durable: the cleaner may delete meanwhile what it would have kept,
 // exactly as if it had run just before the write.
 //
 // A failed write or fsync (a failed directory fsync after a snapshot's
 // rename included) makes the store fail-stop: the state of the file (and
 // of the page cache) is then unknown, so every later write returns that
 // error; reopen to recover. Reads keep answering from the durable state.
+// A failed write leaves a torn record that the next store to append cuts.
+//
+// # What a crash leaves
+//
+// A store killed at any point leaves the journal with whole records, then
+// perhaps a torn one of its own (the last append, never acknowledged), or
+// the files of an interrupted compaction (see Compaction). The stores
+// still running go on: the next append cuts the torn record (under the
+// lock), the next check under the lock finds an interrupted compaction's
+// journal. Records the dead store wrote but did not fsync are complete in
+// the page cache: the next fsync of any store covers them, and no store
+// serves them before one does. A power cut leaves what fsyncs covered;
+// Open cuts the rest. So every acknowledged commit survives, and per key
+// the surviving value is the last acknowledged one or one later in the
+// journal.
 //
 // # Performance
 //

@@ -17,8 +17,14 @@ var (
 	ErrInvalid = errors.New("offsets: invalid argument")
 	// ErrCorrupt is wrapped by *CorruptError.
 	ErrCorrupt = errors.New("offsets: corrupt data")
-	// ErrLocked is returned by Open when another Store holds the directory.
+	// ErrLocked is returned by Open while a seglog from before the shared
+	// journal holds the directory (it locked it exclusively; Stores of
+	// this version share it, and such a seglog gets its own ErrLocked
+	// while one is open).
 	ErrLocked = errors.New("offsets: directory is locked by another store")
+	// ErrReadOnly is returned by the write methods of a Store opened by
+	// OpenReadOnly.
+	ErrReadOnly = errors.New("offsets: store is read-only")
 )
 
 // CorruptError is a journal or snapshot that fails to decode: File is its

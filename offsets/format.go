@@ -41,6 +41,7 @@ const (
 	recDeleteGroup byte = 2
 	recSubscribe   byte = 3
 	recUnsubscribe byte = 4
+	recDeleteTopic byte = 5
 )
 
 // ---- encoding ----
@@ -83,6 +84,13 @@ func appendGroupTopic(b []byte, typ byte, group, topic string) []byte {
 	if typ != recDeleteGroup {
 		b = appendStr(b, topic)
 	}
+	finishRecord(b, start)
+	return b
+}
+
+func appendDeleteTopic(b []byte, topic string) []byte {
+	b, start := beginRecord(b, recDeleteTopic)
+	b = appendStr(b, topic)
 	finishRecord(b, start)
 	return b
 }
@@ -246,6 +254,23 @@ func checkRecordAt(data []byte, off int) (size int, reason string, malformed boo
 	return size, "", false
 }
 
+// scanRecords checks data, a piece of a journal that starts at a record
+// boundary: it returns the length of its prefix made of whole valid records
+// and their number and, when that prefix is not all of data, why the next
+// record is not valid (malformed: its checksum matched but its body did not
+// decode).
+func scanRecords(data []byte) (valid, records int, reason string, malformed bool) {
+	for valid < len(data) {
+		size, r, m := checkRecordAt(data, valid)
+		if r != "" {
+			return valid, records, r, m
+		}
+		valid += size
+		records++
+	}
+	return valid, records, "", false
+}
+
 // validRecordAfter reports whether a valid record starts anywhere in data
 // after position from.
 func validRecordAfter(data []byte, from int) bool {
@@ -359,19 +384,31 @@ func encodeSnapshot(b []byte, st *state, gen uint64) []byte {
 	return b
 }
 
+// snapshotHeader checks the fixed fields of a snapshot's header (the first
+// snapshotHeaderSize bytes of data, or fewer) and returns its generation, or
+// the byte position and the reason it is bad. The body length and checksum
+// are decodeSnapshot's.
+func snapshotHeader(data []byte) (gen uint64, pos int64, reason string) {
+	switch {
+	case len(data) < snapshotHeaderSize:
+		return 0, 0, "shorter than the snapshot header"
+	case string(data[:4]) != snapshotMagic:
+		return 0, 0, "bad snapshot magic"
+	case data[4] != formatVersion:
+		return 0, 4, fmt.Sprintf("unsupported snapshot version %d", data[4])
+	case data[5]|data[6]|data[7] != 0:
+		return 0, 5, "reserved header bytes not zero"
+	}
+	return binary.LittleEndian.Uint64(data[8:]), 0, ""
+}
+
 // decodeSnapshot decodes a snapshot into a new state. On failure it returns
 // the byte position and the reason.
 func decodeSnapshot(data []byte) (st *state, gen uint64, pos int64, reason string) {
-	if len(data) < snapshotHeaderSize {
-		return nil, 0, 0, "shorter than the snapshot header"
+	if _, pos, reason := snapshotHeader(data); reason != "" {
+		return nil, 0, pos, reason
 	}
 	switch {
-	case string(data[:4]) != snapshotMagic:
-		return nil, 0, 0, "bad snapshot magic"
-	case data[4] != formatVersion:
-		return nil, 0, 4, fmt.Sprintf("unsupported snapshot version %d", data[4])
-	case data[5]|data[6]|data[7] != 0:
-		return nil, 0, 5, "reserved header bytes not zero"
 	case binary.LittleEndian.Uint64(data[16:]) != uint64(len(data)-snapshotHeaderSize):
 		return nil, 0, 16, "body length does not match the file size"
 	}

@@ -176,14 +176,36 @@ func TestClosed(t *testing.T) {
 	assert.False(t, ok)
 }
 
+// TestLocked: Stores of this version share a directory (each holds LOCK
+// shared for its life). A seglog from before the shared journal held LOCK
+// exclusively while its store was open: the two exclude each other, with
+// ErrLocked on this side. Reading needs no lock at all.
 func TestLocked(t *testing.T) {
 	dir := t.TempDir()
-	s := openT(t, dir, Options{})
-	_, err := Open(dir, Options{})
-	assert.ErrorIs(t, err, ErrLocked)
-	require.NoError(t, s.Close())
-	s = openT(t, dir, Options{})
-	require.NoError(t, s.Close())
+	s1 := openT(t, dir, Options{})
+	s2 := openT(t, dir, Options{})
+	require.NoError(t, s1.Commit("g", "t", 0, 1, ""))
+	require.NoError(t, s2.Commit("h", "t", 0, 2, ""))
+
+	older, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer older.Close()
+	lockOlder := func() error { return syscall.Flock(int(older.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) }
+	assert.ErrorIs(t, lockOlder(), syscall.EWOULDBLOCK, "an older seglog cannot open the directory beside this version's stores")
+	require.NoError(t, s1.Close())
+	assert.ErrorIs(t, lockOlder(), syscall.EWOULDBLOCK, "one store is still open")
+	require.NoError(t, s2.Close())
+
+	require.NoError(t, lockOlder(), "no store open")
+	_, err = Open(dir, Options{})
+	assert.ErrorIs(t, err, ErrLocked, "an older seglog holds the directory")
+	ro, err := OpenReadOnly(dir, Options{})
+	require.NoError(t, err, "reading takes no lock")
+	assert.Equal(t, map[key]val{{"g", "t", 0}: {1, ""}, {"h", "t", 0}: {2, ""}}, snapshotOf(ro))
+	require.NoError(t, ro.Close())
+	require.NoError(t, syscall.Flock(int(older.Fd()), syscall.LOCK_UN))
+	s1 = openT(t, dir, Options{})
+	require.NoError(t, s1.Close())
 }
 
 // failFS fails the fsync of journal files once armed.

@@ -81,6 +81,14 @@ func (st *state) removeTopic(g *groupState, tname string) {
 	}
 }
 
+// deleteTopic removes every group's interest in the topic and positions
+// there.
+func (st *state) deleteTopic(tname string) {
+	for gname := range st.readers[tname] {
+		st.removeTopic(st.groups[gname], tname)
+	}
+}
+
 func (st *state) deleteGroup(g *groupState) {
 	for tname := range g.topics {
 		st.removeTopic(g, tname)
@@ -147,6 +155,12 @@ func decodeRecord(st *state, rec []byte) string {
 			if g := st.groups[string(gname)]; g != nil {
 				st.removeTopic(g, string(tname))
 			}
+		}
+	case recDeleteTopic:
+		tname := d.name()
+		d.end()
+		if st != nil && d.err == "" {
+			st.deleteTopic(string(tname))
 		}
 	default:
 		d.fail("unknown record type")

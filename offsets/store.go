@@ -3,17 +3,14 @@ package offsets
 import (
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/seglog/seglog/internal/vfs"
@@ -45,7 +42,8 @@ func (p SyncPolicy) String() string {
 	return "SyncPolicy(" + strconv.Itoa(int(p)) + ")"
 }
 
-// Options configure a Store. The zero value is usable.
+// Options configure a Store. The zero value is usable. OpenReadOnly uses
+// only FS and RecoverCorrupt (it still validates the others).
 type Options struct {
 	FS               vfs.FS        // nil: vfs.Default
 	Sync             SyncPolicy    // default SyncAlways
@@ -54,6 +52,7 @@ type Options struct {
 	MaxMetadataBytes int           // default 4096, at most 1 MiB
 	// RecoverCorrupt makes Open keep what is before a corrupt record in the
 	// middle of a journal (and truncate there) instead of failing.
+	// OpenReadOnly then keeps what is before it too, and cuts nothing.
 	RecoverCorrupt bool
 	FileMode       os.FileMode // default vfs.DefaultFileMode
 	DirMode        os.FileMode // default vfs.DefaultDirMode
@@ -68,6 +67,7 @@ const (
 	snapshotName            = "snapshot"
 	journalPrefix           = "journal-"
 	lockName                = "LOCK"
+	appendLockName          = "append.lock"
 )
 
 func (o *Options) defaults() error {
@@ -122,58 +122,89 @@ type Position struct {
 type Stats struct {
 	Groups       int    // durable groups with interest in at least one topic
 	Positions    int    // durable committed (group, topic, partition) entries
-	Generation   uint64 // of the active journal
-	JournalBytes int64  // size of the active journal, buffered bytes included
-	Records      uint64 // journal records appended since Open
-	Syncs        uint64 // fsyncs of the journal since Open
-	Compactions  uint64 // since Open
+	Generation   uint64 // of the journal the store appends to or follows
+	JournalBytes int64  // size of that journal as the store knows it, its own unwritten records included
+	Records      uint64 // journal records this store appended since Open
+	Tailed       uint64 // journal records of other stores this store read since Open
+	Reloads      uint64 // times the store reread the directory since Open (another store compacted)
+	Syncs        uint64 // fsyncs of the journal by this store since Open
+	Compactions  uint64 // by this store, since Open
 	// CompactErr is the last compaction failure, nil after a success.
 	CompactErr error
-	// DroppedBytes is what Open cut from journal tails (torn or, with
-	// RecoverCorrupt, corrupt).
+	// DroppedBytes is, for a store opened to write, what it cut from
+	// journal tails (torn, or corrupt with RecoverCorrupt) since Open.
+	// For a read-only store it is what it found past the last valid
+	// record of the journals it read (what a writing store would cut, or
+	// an append in progress), and cut nothing.
 	DroppedBytes int64
+	// RefreshErr is the last failure to follow the journal from a read
+	// (reads then answer from what was read before), nil after a success.
+	RefreshErr error
+	ReadOnly   bool // opened by OpenReadOnly
 }
 
-// Store is a durable per-consumer-group offset store. See the package doc.
+// Store is a durable per-consumer-group offset store. Several Stores, in
+// one process or several, may be open on one directory; see the package
+// doc.
 type Store struct {
-	dir  string
-	opts Options
-	fs   vfs.FS
-	lock vfs.File
+	dir      string
+	opts     Options
+	fs       vfs.FS
+	readOnly bool
+	lock     vfs.File // LOCK, flock'ed shared for the Store's life (nil: read-only)
+	alock    vfs.File // append.lock, flock'ed exclusively around each append (nil: read-only)
+
+	// fileMu guards the journal this store appends to or follows, what it
+	// has read or written of it, and the fields below it. It is not held
+	// during an fsync of the journal (the journal's reference count keeps
+	// it open). Lock order: fileMu, then mu, then syncMu.
+	fileMu sync.Mutex
+	j      *journal // nil once closed (or, read-only, while the directory has no journal)
+	done   bool     // Close has run
+	// The journal's bytes [applied, end) are valid records that this store
+	// wrote or read and that no fsync it knows of covers yet, kept in
+	// pending (in journal order) until one does. st (under mu) is the state
+	// at position applied.
+	end        int64
+	applied    int64
+	pending    []byte
+	foreignEnd int64      // end of the last records of other stores in pending (0: none)
+	own        []ownWrite // this store's writes not known durable, in order
+	writtenSeq uint64     // own records written to the journal
+	ackSeq     uint64     // own records known durable
+	epoch      uint64     // incremented at every switch of journal or reload
+	stuckSize  int64      // read-only: size of a journal whose header was missing when last read (-1: none)
+	stuckBytes int64      // read-only: bytes past the last valid record of the journal followed
+	roDropped  int64      // read-only: bytes past the valid records of the older journals read
+	tailBuf    []byte
+	spare      []byte // the buffer a writer swaps in for buf
+	snapBuf    []byte
+	compactErr error
+	refreshErr error
+	tailed     uint64
+	reloads    uint64
 
 	// mu guards the state, the append buffer and the fields below it.
-	mu     sync.RWMutex
-	closed bool
-	failed error // sticky: a journal write or fsync failed
-	// st is the durable state: the snapshot and the records that an fsync
-	// has covered. Every read answers from it, so that retention never
-	// acts on a commit that a crash can lose, and compaction snapshots it.
-	// pending holds the records appended after those, framed as in the
-	// journal, in order; an fsync that covers them applies them to st.
-	// durSeq + the number of records in pending = writeSeq.
-	st         *state
-	pending    []byte
-	durSeq     uint64 // records applied to st
-	buf        []byte // records appended and not yet written to the journal
-	writeSeq   uint64 // records appended since Open
-	size       int64  // of the active journal, buf included
-	compactAt  int64
-	compactErr error
-	stats      Stats
+	mu       sync.RWMutex
+	closed   bool
+	failed   error // sticky: a journal write or fsync failed
+	st       *state
+	buf      []byte // records appended and not yet written to the journal
+	writeSeq uint64 // records appended since Open
+	stats    Stats  // Records, Compactions, DroppedBytes
 
-	// fileMu guards the journal file: every Write, Sync, Close and switch.
-	// Lock order: mu, then fileMu, then syncMu.
-	fileMu  sync.Mutex
-	journal vfs.File
-	gen     uint64
-	spare   []byte // the buffer the sync leader writes out
-	snapBuf []byte
+	// size mirrors end, for the compaction trigger (with the buffer's
+	// length); compactAt is where it triggers.
+	size      atomic.Int64
+	compactAt atomic.Int64
 
 	// syncMu guards the group-commit state.
-	syncMu    sync.Mutex
-	syncCond  sync.Cond
-	syncing   bool   // a leader is writing and fsyncing
-	syncedSeq uint64 // records known durable
+	syncMu      sync.Mutex
+	syncCond    sync.Cond
+	syncing     bool   // a leader is writing, reading and fsyncing
+	syncedSeq   uint64 // own records known durable
+	syncedEpoch uint64 // with syncedPos: how far the state goes
+	syncedPos   int64
 
 	syncs atomic.Uint64
 
@@ -182,11 +213,31 @@ type Store struct {
 	wg       sync.WaitGroup
 }
 
-// Open opens the store in dir, creating the directory if needed (durably:
-// the parents of the directories it creates are fsynced), and replays its
-// snapshot and journals, fsyncing what it replays before serving it. It
-// refuses a dir, journal, snapshot or LOCK that is a symbolic link (an
-// error wrapping ErrInvalid). See the package doc, Files.
+// ownWrite is one write of this store's records: they end at end and the
+// last one has sequence number seq.
+type ownWrite struct {
+	end int64
+	seq uint64
+}
+
+func newStore(dir string, opts Options, readOnly bool) *Store {
+	s := &Store{dir: dir, opts: opts, fs: opts.FS, readOnly: readOnly, stop: make(chan struct{}), stuckSize: -1}
+	s.syncCond.L = &s.syncMu
+	s.st = newState(0)
+	s.compactAt.Store(opts.CompactBytes)
+	return s
+}
+
+// Open opens the store in dir to read and write, creating the directory if
+// needed (durably: the parents of the directories it creates are fsynced).
+// Other Stores, in this process or others, may have the directory open at
+// the same time (see the package doc). Under the directory's append lock
+// it removes what a crash left (temporary snapshots, obsolete journals,
+// torn journal tails) and replays the snapshot and journals, fsyncing what
+// it replays before serving it. It refuses a dir, journal, snapshot or lock
+// file that is a symbolic link (an error wrapping ErrInvalid), and returns
+// ErrLocked while a seglog older than the shared journal holds the
+// directory.
 func Open(dir string, opts Options) (_ *Store, err error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
@@ -203,27 +254,95 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 	if err := vfs.MkdirAllDurable(fs, dir, opts.DirMode); err != nil {
 		return nil, fmt.Errorf("offsets: %w", err)
 	}
-	s := &Store{dir: dir, opts: opts, fs: fs, stop: make(chan struct{})}
-	s.syncCond.L = &s.syncMu
-	if s.lock, err = lockDir(fs, filepath.Join(dir, lockName), opts.FileMode); err != nil {
+	s := newStore(dir, opts, false)
+	if s.lock, err = openLock(fs, s.path(lockName), opts.FileMode); err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			if s.journal != nil {
-				_ = s.journal.Close()
+			if s.j != nil {
+				_ = s.j.f.Close()
+			}
+			if s.alock != nil {
+				_ = s.alock.Close()
 			}
 			_ = s.lock.Close()
 		}
 	}()
-	if err := s.recover(); err != nil {
+	if err := flock(s.lock, lockShared); err != nil {
 		return nil, err
 	}
-	s.compactAt = opts.CompactBytes
+	if s.alock, err = openLock(fs, s.path(appendLockName), opts.FileMode); err != nil {
+		return nil, err
+	}
+	s.fileMu.Lock()
+	err = s.openLocked()
+	s.fileMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	if opts.Sync == SyncInterval {
 		s.wg.Add(1)
 		go s.syncLoop()
 	}
+	return s, nil
+}
+
+// openLocked recovers the directory under the append lock; a directory
+// that an older seglog left with more than one journal is compacted into
+// one, so that the others can follow a single journal.
+func (s *Store) openLocked() error {
+	if err := flock(s.alock, lockExclusive); err != nil {
+		return err
+	}
+	defer funlock(s.alock)
+	l, err := s.recoverLocked()
+	if err != nil {
+		return err
+	}
+	s.installLocked(l)
+	if l.journals > 1 {
+		return s.compactLocked(true)
+	}
+	return nil
+}
+
+// OpenReadOnly opens the store in dir to read only, beside any number of
+// Stores that write to it. It takes no lock and changes no byte in the
+// directory: it creates, removes, renames and truncates nothing (a torn
+// tail, a temporary snapshot or an obsolete journal stays for a writing
+// Open to deal with). What it serves is durable: it fsyncs the directory
+// and the journals it reads (fsync writes no byte; it makes what other
+// processes wrote reach the disk). Every read follows the journal first:
+// it sees the commits of other Stores that were acknowledged before it
+// began (see the package doc). The write methods return ErrReadOnly.
+//
+// A directory that does not exist is an error wrapping fs.ErrNotExist; an
+// empty one is an empty store. A corrupt snapshot or journal is a
+// *CorruptError (with RecoverCorrupt, a corruption in the middle of a
+// journal keeps what is before it, as Open would, without cutting).
+func OpenReadOnly(dir string, opts Options) (*Store, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	dir = filepath.Clean(dir)
+	fi, err := opts.FS.Lstat(dir)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("offsets: %w", err)
+	case fi.Mode()&os.ModeSymlink != 0:
+		return nil, symlinkError(dir)
+	case !fi.IsDir():
+		return nil, invalidf("%s is not a directory", dir)
+	}
+	s := newStore(dir, opts, true)
+	l, err := s.loadReadOnly()
+	if err != nil {
+		return nil, err
+	}
+	s.fileMu.Lock()
+	s.installLocked(l)
+	s.fileMu.Unlock()
 	return s, nil
 }
 
@@ -233,209 +352,9 @@ func symlinkError(path string) error {
 	return invalidf("%s is a symbolic link; the offsets store follows none (its directory and files must be real)", path)
 }
 
-// openNoFollow opens a file of the store, refusing a symbolic link.
-func openNoFollow(fs vfs.FS, path string, flag int, mode os.FileMode) (vfs.File, error) {
-	f, err := fs.OpenFile(path, flag|syscall.O_NOFOLLOW, mode)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, symlinkError(path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("offsets: %w", err)
-	}
-	return f, nil
-}
-
-func lockDir(fs vfs.FS, path string, mode os.FileMode) (vfs.File, error) {
-	f, err := openNoFollow(fs, path, os.O_RDWR|os.O_CREATE, mode)
-	if err != nil {
-		return nil, err
-	}
-	if osf := f.OSFile(); osf != nil {
-		if err := syscall.Flock(int(osf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			_ = f.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
-				return nil, fmt.Errorf("%w: %s", ErrLocked, path)
-			}
-			return nil, fmt.Errorf("offsets: lock %s: %w", path, err)
-		}
-	}
-	return f, nil
-}
-
 func (s *Store) path(name string) string { return filepath.Join(s.dir, name) }
 
 func journalName(gen uint64) string { return fmt.Sprintf("%s%020d", journalPrefix, gen) }
-
-// recover loads the snapshot, replays the journals and opens the active one.
-//
-// What it serves must be durable, whatever the previous process did before
-// it died: the directory is fsynced before anything is deleted (a snapshot
-// rename may not be durable yet, and it is what makes older journals
-// obsolete), every journal replayed is fsynced (its tail may be in the page
-// cache only), and the directory is fsynced again after removals and
-// creations, before any commit is accepted.
-func (s *Store) recover() error {
-	entries, err := s.fs.ReadDir(s.dir)
-	if err != nil {
-		return fmt.Errorf("offsets: %w", err)
-	}
-	var gens []uint64
-	hasSnap := false
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, snapshotName) && strings.HasSuffix(name, vfs.TempSuffix) {
-			// A snapshot write that a crash interrupted (whatever the
-			// temporary name: older versions used one of their own per
-			// write). Removing a link removes the link only.
-			if err := s.fs.Remove(s.path(name)); err != nil {
-				return fmt.Errorf("offsets: remove temporary snapshot: %w", err)
-			}
-			continue
-		}
-		rest, isJournal := strings.CutPrefix(name, journalPrefix)
-		gen, perr := strconv.ParseUint(rest, 10, 64)
-		isJournal = isJournal && len(rest) == 20 && perr == nil
-		if !isJournal && name != snapshotName && name != lockName {
-			continue // not ours
-		}
-		if e.Type()&os.ModeSymlink != 0 {
-			return symlinkError(s.path(name))
-		}
-		if !e.Type().IsRegular() {
-			return invalidf("%s is not a regular file", s.path(name))
-		}
-		if isJournal {
-			gens = append(gens, gen)
-		} else if name == snapshotName {
-			hasSnap = true
-		}
-	}
-	slices.Sort(gens)
-
-	s.st = newState(0)
-	var snapGen uint64
-	if hasSnap {
-		path := s.path(snapshotName)
-		data, err := vfs.ReadFile(s.fs, path, maxSnapshotBytes)
-		if err != nil {
-			return fmt.Errorf("offsets: %w", err)
-		}
-		st, gen, pos, reason := decodeSnapshot(data)
-		if reason != "" {
-			return &CorruptError{File: path, Pos: pos, Reason: reason}
-		}
-		s.st, snapGen = st, gen
-	}
-	if err := s.fs.SyncDir(s.dir); err != nil {
-		return fmt.Errorf("offsets: %w", err)
-	}
-
-	var active uint64
-	var replayed []string // journals replayed as found: to be fsynced
-	changed := false      // files removed or created: fsync the directory
-	stopped := false      // a corruption was recovered: later journals are dropped
-	for _, gen := range gens {
-		path := s.path(journalName(gen))
-		if gen < snapGen || stopped {
-			if err := s.fs.Remove(path); err != nil {
-				return fmt.Errorf("offsets: remove obsolete journal: %w", err)
-			}
-			changed = true
-			continue
-		}
-		data, err := vfs.ReadFile(s.fs, path, 1<<62)
-		if err != nil {
-			return fmt.Errorf("offsets: %w", err)
-		}
-		res := replayJournal(data, gen, s.st)
-		if res.reason != "" {
-			if !s.opts.RecoverCorrupt {
-				return &CorruptError{File: path, Pos: int64(res.end), Reason: res.reason}
-			}
-			stopped = true
-		}
-		if res.end < len(data) || res.end < journalHeaderSize {
-			// A torn or corrupt tail, or a header that never reached
-			// the disk (then the file holds no record): cut, rewrite
-			// the header if needed, fsync.
-			if err := s.cutJournal(path, gen, res.end); err != nil {
-				return err
-			}
-			s.stats.DroppedBytes += int64(len(data) - res.end)
-			res.end = max(res.end, journalHeaderSize)
-		} else {
-			replayed = append(replayed, path)
-		}
-		active, s.size = gen, int64(res.end)
-	}
-	for _, path := range replayed {
-		if err := s.syncFile(path); err != nil {
-			return err
-		}
-	}
-	if active == 0 {
-		active = max(snapGen, 1)
-		if err := s.cutJournal(s.path(journalName(active)), active, 0); err != nil {
-			return err
-		}
-		changed = true
-		s.size = journalHeaderSize
-	}
-	if changed {
-		if err := s.fs.SyncDir(s.dir); err != nil {
-			return fmt.Errorf("offsets: %w", err)
-		}
-	}
-	f, err := openNoFollow(s.fs, s.path(journalName(active)), os.O_WRONLY|os.O_APPEND, s.opts.FileMode)
-	if err != nil {
-		return err
-	}
-	s.journal, s.gen = f, active
-	return nil
-}
-
-// syncFile fsyncs a file of the store.
-func (s *Store) syncFile(path string) error {
-	f, err := openNoFollow(s.fs, path, os.O_RDWR, s.opts.FileMode)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("offsets: fsync %s: %w", path, err)
-	}
-	return nil
-}
-
-// cutJournal truncates (or creates) a journal to end bytes, rewriting its
-// header when end is inside it, and fsyncs it. Creating one needs a
-// directory fsync after it, which is the caller's.
-func (s *Store) cutJournal(path string, gen uint64, end int) error {
-	f, err := openNoFollow(s.fs, path, os.O_RDWR|os.O_CREATE, s.opts.FileMode)
-	if err != nil {
-		return err
-	}
-	if end < journalHeaderSize {
-		end = 0
-	}
-	err = f.Truncate(int64(end))
-	if err == nil && end == 0 {
-		_, err = f.Write(appendJournalHeader(nil, gen))
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("offsets: repair journal %s: %w", path, err)
-	}
-	return nil
-}
 
 func (s *Store) syncLoop() {
 	defer s.wg.Done()
@@ -452,335 +371,99 @@ func (s *Store) syncLoop() {
 }
 
 // Close stops the background goroutine (SyncInterval) and waits for it,
-// writes and fsyncs the journal (making every write durable for the next
-// Open), and releases the directory. Later calls return ErrClosed.
+// writes and fsyncs this store's records (making every write durable for
+// the next Open, and for the other Stores on the directory), and releases
+// the directory. Later calls return ErrClosed. On a read-only store it
+// only closes its files.
 func (s *Store) Close() error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.wg.Wait()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return ErrClosed
 	}
-	s.closed = true
-	s.fileMu.Lock()
+	s.closed = true // no more appends: buf is final
 	err := s.failed
-	if err == nil {
-		if err = s.flushLocked(); err == nil {
-			if err = s.journal.Sync(); err != nil {
-				err = fmt.Errorf("offsets: fsync journal: %w", err)
+	s.mu.Unlock()
+
+	s.fileMu.Lock()
+	if err == nil && !s.readOnly {
+		err = s.writeLocked()
+		if err == nil && s.applied < s.end {
+			if err = s.j.f.Sync(); err != nil {
+				err = s.failLocked(fmt.Errorf("offsets: fsync journal: %w", err))
+			} else {
+				s.syncs.Add(1)
+				s.durableLocked(s.epoch, s.end)
 			}
 		}
 	}
-	if cerr := s.journal.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("offsets: %w", cerr)
+	if s.j != nil {
+		s.releaseLocked(s.j)
+		s.j = nil
 	}
+	s.done = true
 	s.fileMu.Unlock()
-	if err == nil {
-		s.durableLocked(s.writeSeq)
-		s.markSynced(s.writeSeq)
-	} else if s.failed == nil {
-		s.failed = err
+	for _, f := range []vfs.File{s.alock, s.lock} {
+		if f == nil {
+			continue
+		}
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("offsets: %w", cerr)
+		}
 	}
 	s.syncMu.Lock()
-	s.syncCond.Broadcast()
+	s.syncCond.Broadcast() // committers whose records did not make it see the failure
 	s.syncMu.Unlock()
-	if cerr := s.lock.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("offsets: %w", cerr)
-	}
 	return err
-}
-
-// flushLocked writes the append buffer to the journal. It needs mu and
-// fileMu. A failure is sticky.
-func (s *Store) flushLocked() error {
-	if s.failed != nil {
-		return s.failed
-	}
-	if len(s.buf) == 0 {
-		return nil
-	}
-	_, err := s.journal.Write(s.buf)
-	s.buf = s.buf[:0]
-	if err != nil {
-		s.failed = fmt.Errorf("offsets: write journal: %w", err)
-		return s.failed
-	}
-	return nil
-}
-
-// durableLocked applies to the durable state the pending records up to
-// sequence number target, which an fsync has just made durable. It needs mu
-// held exclusively.
-func (s *Store) durableLocked(target uint64) {
-	off := 0
-	for s.durSeq < target && off < len(s.pending) {
-		end := off + recordHeaderSize + int(binary.LittleEndian.Uint32(s.pending[off+8:]))
-		decodeRecord(s.st, s.pending[off+recordHeaderSize:end]) // encoded by this package
-		off = end
-		s.durSeq++
-	}
-	n := copy(s.pending, s.pending[off:])
-	s.pending = s.pending[:n]
-	if n == 0 && int64(cap(s.pending)) > 2*s.opts.CompactBytes+flushBytes {
-		s.pending = nil // grown by a long run without fsync: let it go
-	}
-}
-
-func (s *Store) markSynced(seq uint64) {
-	s.syncMu.Lock()
-	if seq > s.syncedSeq {
-		s.syncedSeq = seq
-	}
-	s.syncCond.Broadcast()
-	s.syncMu.Unlock()
 }
 
 // writableLocked is the check every write starts with, under mu.
 func (s *Store) writableLocked() error {
-	if s.closed {
+	switch {
+	case s.closed:
 		return ErrClosed
+	case s.readOnly:
+		return ErrReadOnly
 	}
 	return s.failed
 }
 
-// appendedLocked finishes the record that starts at start in buf, queues it
-// in pending (it reaches the state when an fsync covers it), and writes or
-// compacts when due. It returns the record's sequence number; a compaction
-// failure is only recorded (the record is appended).
-func (s *Store) appendedLocked(start int) (uint64, error) {
+// appendedLocked counts the record that starts at start in buf, which it
+// finishes. It returns the record's sequence number and whether the caller
+// must write the buffer out (it passed flushBytes) or compact.
+func (s *Store) appendedLocked(start int) (seq uint64, flush, compact bool) {
 	finishRecord(s.buf, start)
-	s.pending = append(s.pending, s.buf[start:]...)
-	s.size += int64(len(s.buf) - start)
 	s.writeSeq++
 	s.stats.Records++
-	seq := s.writeSeq
-	if len(s.buf) >= flushBytes {
-		s.fileMu.Lock()
-		err := s.flushLocked()
-		s.fileMu.Unlock()
-		if err != nil {
-			return seq, err
-		}
-	}
-	if s.size >= s.compactAt {
-		_ = s.compactLocked() // recorded in Stats; the record itself is appended
-	}
-	return seq, nil
+	return s.writeSeq, len(s.buf) >= flushBytes, s.size.Load()+int64(len(s.buf)) >= s.compactAt.Load()
 }
 
-// wait returns once record seq is durable, under SyncAlways.
-func (s *Store) wait(seq uint64) error {
+// appended writes or compacts when appendedLocked says so, and waits for
+// record seq to be durable under SyncAlways. A compaction failure is only
+// recorded (in Stats): the record is appended.
+func (s *Store) appended(seq uint64, flush, compact bool) error {
+	switch {
+	case compact:
+		if err := s.compact(false); err != nil && s.failure() != nil {
+			return err
+		}
+	case flush:
+		if err := s.flush(); err != nil {
+			return err
+		}
+	}
 	if s.opts.Sync != SyncAlways {
 		return nil
 	}
-	return s.waitDurable(seq)
+	return s.waitUntil(seq, 0, 0, true)
 }
 
-// waitDurable returns when the records up to seq are fsynced. The first
-// waiter that finds no fsync running leads: it writes the buffer and fsyncs
-// for everyone; the others wait for it (group commit).
-func (s *Store) waitDurable(seq uint64) error {
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
-	for s.syncedSeq < seq {
-		if s.syncing {
-			s.syncCond.Wait()
-			continue
-		}
-		s.syncing = true
-		s.syncMu.Unlock()
-		// Let committers that are runnable (typically those the last fsync
-		// woke, committing again) append before the buffer is taken, so
-		// that this fsync covers them too instead of leaving them for the
-		// next one. With one committer this costs next to nothing.
-		runtime.Gosched()
-		target, err := s.syncOnce()
-		s.syncMu.Lock()
-		s.syncing = false
-		if err == nil && target > s.syncedSeq {
-			s.syncedSeq = target
-		}
-		s.syncCond.Broadcast()
-		if err != nil && s.syncedSeq < seq {
-			return err
-		}
-	}
-	return nil
-}
-
-// syncOnce writes the buffer and fsyncs the journal, with appends and reads
-// going on meanwhile. It returns the sequence number it made durable.
-func (s *Store) syncOnce() (uint64, error) {
-	s.mu.Lock()
-	if err := s.writableLocked(); err != nil {
-		s.mu.Unlock()
-		return 0, err
-	}
-	s.fileMu.Lock()
-	target := s.writeSeq
-	out := s.buf
-	s.buf, s.spare = s.spare[:0], nil
-	f := s.journal
-	s.mu.Unlock()
-
-	var err error
-	if len(out) > 0 {
-		if _, err = f.Write(out); err != nil {
-			err = fmt.Errorf("offsets: write journal: %w", err)
-		}
-	}
-	if err == nil {
-		if err = f.Sync(); err != nil {
-			err = fmt.Errorf("offsets: fsync journal: %w", err)
-		}
-		s.syncs.Add(1)
-	}
-	s.spare = out[:0]
-	s.fileMu.Unlock()
-	// The reads see the records up to target before their committers
-	// wake (the caller marks them synced after this returns).
-	s.mu.Lock()
-	if err != nil {
-		if s.failed == nil {
-			s.failed = err
-		}
-	} else {
-		s.durableLocked(target)
-	}
-	s.mu.Unlock()
-	return target, err
-}
-
-// Sync writes and fsyncs everything appended so far. When it returns nil,
-// the reads (Fetch, MinCommitted, ...) see every write that returned
-// before it was called.
-func (s *Store) Sync() error {
+func (s *Store) failure() error {
 	s.mu.RLock()
-	err := s.writableLocked()
-	seq := s.writeSeq
-	s.mu.RUnlock()
-	if err != nil {
-		return err
-	}
-	return s.waitDurable(seq)
-}
-
-// Compact writes a snapshot of the whole state and starts a new journal now.
-// It starts as Sync does, making every write appended durable and visible
-// to the reads, so that the snapshot holds them all.
-func (s *Store) Compact() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.writableLocked(); err != nil {
-		return err
-	}
-	return s.compactLocked()
-}
-
-// compactLocked snapshots the state as generation gen+1 and switches to a
-// new journal; the steps and the crash argument are in the package doc.
-// Commits wait meanwhile. A failure leaves the store on the old journal.
-func (s *Store) compactLocked() (err error) {
-	s.fileMu.Lock()
-	defer s.fileMu.Unlock()
-	// Step 1: make every record appended durable in journal G, so that the
-	// state, which is what the snapshot holds, has them all.
-	if err := s.flushLocked(); err != nil {
-		return err
-	}
-	if s.durSeq < s.writeSeq {
-		if err := s.journal.Sync(); err != nil {
-			if s.failed == nil {
-				s.failed = fmt.Errorf("offsets: fsync journal: %w", err)
-			}
-			return s.failed
-		}
-		s.syncs.Add(1)
-		s.durableLocked(s.writeSeq)
-		s.markSynced(s.writeSeq)
-	}
-	next := s.gen + 1
-	npath := s.path(journalName(next))
-	defer func() {
-		if err != nil {
-			s.compactErr = err
-			s.compactAt = s.size + s.opts.CompactBytes
-		}
-	}()
-	if err := s.cutJournal(npath, next, 0); err != nil {
-		_ = s.fs.Remove(npath)
-		return err
-	}
-	if err := s.fs.SyncDir(s.dir); err != nil {
-		_ = s.fs.Remove(npath)
-		return fmt.Errorf("offsets: %w", err)
-	}
-	nf, err := s.fs.OpenFile(npath, os.O_WRONLY|os.O_APPEND, s.opts.FileMode)
-	if err != nil {
-		_ = s.fs.Remove(npath)
-		return fmt.Errorf("offsets: %w", err)
-	}
-	s.snapBuf = encodeSnapshot(s.snapBuf, s.st, next)
-	renamed, err := s.writeSnapshot(s.snapBuf)
-	if cap(s.snapBuf) > 4*len(s.snapBuf)+(1<<20) {
-		s.snapBuf = nil
-	}
-	if err != nil {
-		_ = nf.Close()
-		if renamed {
-			// Snapshot G+1 is in place, perhaps not durably. Appending
-			// to journal G would be lost (Open deletes the journals
-			// older than the snapshot), and switching to journal G+1
-			// would rely on a rename that a power cut may undo: the
-			// directory's state is unknown, as after a failed fsync.
-			// Fail-stop; a reopen finds either snapshot and replays
-			// what it needs.
-			err = fmt.Errorf("offsets: fsync directory after the snapshot rename: %w", err)
-			if s.failed == nil {
-				s.failed = err
-			}
-			return err
-		}
-		_ = s.fs.Remove(npath)
-		return fmt.Errorf("offsets: write snapshot: %w", err)
-	}
-	old, oldGen := s.journal, s.gen
-	s.journal, s.gen, s.size = nf, next, journalHeaderSize
-	s.compactAt, s.compactErr = s.opts.CompactBytes, nil
-	s.stats.Compactions++
-	_ = old.Close()
-	_ = s.fs.Remove(s.path(journalName(oldGen))) // if it stays, Open removes it
-	return nil
-}
-
-// writeSnapshot replaces the snapshot with data so that a crash leaves the
-// old one or the new one, never a mix: it writes snapshot.tmp, fsyncs it,
-// renames it over the snapshot and fsyncs the directory. renamed reports
-// whether the rename happened: a failure after it (the directory fsync)
-// leaves the new snapshot in place, durable or not. A failed rename
-// changes nothing (rename is atomic).
-func (s *Store) writeSnapshot(data []byte) (renamed bool, err error) {
-	tmp := s.path(snapshotName + vfs.TempSuffix)
-	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, s.opts.FileMode)
-	if err != nil {
-		return false, err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = s.fs.Rename(tmp, s.path(snapshotName))
-	}
-	if err != nil {
-		_ = s.fs.Remove(tmp)
-		return false, err
-	}
-	return true, s.fs.SyncDir(s.dir)
+	defer s.mu.RUnlock()
+	return s.failed
 }
 
 func (s *Store) checkName(what, name string) error {
@@ -814,7 +497,8 @@ func (s *Store) checkCommit(topic string, partition int32, offset int64, metadat
 // durable per Options.Sync (under SyncAlways, fsynced before it returns).
 // The reads see it once it is durable: when it returns under SyncAlways,
 // after the next fsync under SyncInterval, after Sync or a compaction under
-// SyncNever; never, when the fsync fails.
+// SyncNever; never, when the fsync fails. Commits of several Stores to one
+// key: the one later in the journal wins (see the package doc).
 func (s *Store) Commit(group, topic string, partition int32, offset int64, metadata string) error {
 	if err := s.checkName("group", group); err != nil {
 		return err
@@ -831,12 +515,9 @@ func (s *Store) Commit(group, topic string, partition int32, offset int64, metad
 	var start int
 	s.buf, start = appendCommitHead(s.buf, group, now, 1)
 	s.buf = appendEntry(s.buf, topic, partition, offset, metadata)
-	seq, err := s.appendedLocked(start)
+	seq, flush, compact := s.appendedLocked(start)
 	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return s.wait(seq)
+	return s.appended(seq, flush, compact)
 }
 
 // CommitBatch commits several positions of one group atomically: they are
@@ -876,58 +557,95 @@ func (s *Store) CommitBatch(group string, commits []Commit) error {
 		s.mu.Unlock()
 		return invalidf("batch of %d bytes, more than %d", n, MaxRecordBytes)
 	}
-	seq, err := s.appendedLocked(start)
+	seq, flush, compact := s.appendedLocked(start)
 	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return s.wait(seq)
+	return s.appended(seq, flush, compact)
 }
 
-// writeGroupTopic appends a delete-group, subscribe or unsubscribe record,
-// or, when the state shows it would change nothing, only waits for what is
-// already appended to be durable. The state can show that only when no
-// record is pending (one of them may undo what it shows); otherwise the
-// record is appended anyway, which is harmless: records set absolute
-// values.
+// writeGroupTopic appends a delete-group, delete-topic, subscribe or
+// unsubscribe record, or, when the state shows it would change nothing,
+// only waits for what is already appended to be durable. The state can show
+// that only once it has followed the journal (a record of another Store may
+// undo what it shows) and when no record of this store is pending (one of
+// them may too); otherwise the record is appended anyway, which is
+// harmless: records set absolute values.
 func (s *Store) writeGroupTopic(typ byte, group, topic string) error {
+	if err := s.refresh(); err != nil && !s.readOnly {
+		if ferr := s.failure(); ferr != nil {
+			return ferr
+		}
+	}
 	s.mu.Lock()
 	if err := s.writableLocked(); err != nil {
 		s.mu.Unlock()
 		return err
 	}
-	g := s.st.groups[group]
+	var g *groupState
 	var t *topicState
-	if g != nil {
-		t = g.topics[topic]
+	if typ != recDeleteTopic {
+		g = s.st.groups[group]
+		if g != nil {
+			t = g.topics[topic]
+		}
 	}
-	noop := len(s.pending) == 0 && ((typ == recDeleteGroup && g == nil) ||
+	idle := len(s.buf) == 0 && s.syncedSeqLocked() == s.writeSeq
+	noop := idle && ((typ == recDeleteGroup && g == nil) ||
+		(typ == recDeleteTopic && len(s.st.readers[topic]) == 0) ||
 		(typ == recSubscribe && t != nil) ||
 		(typ == recUnsubscribe && t == nil))
-	var seq uint64
-	var err error
 	if noop {
-		seq = s.writeSeq
+		s.mu.Unlock()
+		return nil
+	}
+	start := len(s.buf)
+	if typ == recDeleteTopic {
+		s.buf = appendDeleteTopic(s.buf, topic)
 	} else {
-		start := len(s.buf)
 		s.buf = appendGroupTopic(s.buf, typ, group, topic)
-		seq, err = s.appendedLocked(start)
 	}
+	// appendGroupTopic finished the record; appendedLocked finishes it
+	// again, the same way.
+	seq, flush, compact := s.appendedLocked(start)
 	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return s.wait(seq)
+	return s.appended(seq, flush, compact)
+}
+
+// syncedSeqLocked returns how many of this store's records are durable
+// (and in the state). It needs mu; it takes syncMu, which comes after.
+func (s *Store) syncedSeqLocked() uint64 {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	return s.syncedSeq
 }
 
 // DeleteGroup removes a group, its positions and its interests. It is
 // durable, and visible to the reads, like a commit: until then the group
-// still holds retention. Deleting an unknown group does nothing.
+// still holds retention. Deleting an unknown group does nothing. Commits
+// of the group that follow the deletion in the journal (another Store's)
+// create it anew.
 func (s *Store) DeleteGroup(group string) error {
 	if err := s.checkName("group", group); err != nil {
 		return err
 	}
 	return s.writeGroupTopic(recDeleteGroup, group, "")
+}
+
+// DeleteTopic removes every group's positions on the topic and interest in
+// it, as Unsubscribe of every group that reads it would, in one record: it
+// is atomic, and it removes exactly the commits and subscriptions to the
+// topic that precede it in the journal, whichever Store made them (what
+// follows it stays: a group that commits on the topic afterwards reads it
+// anew). A group left with no topic is gone. Durable and visible like a
+// commit. Deleting a topic no group reads does nothing.
+//
+// The record is new in this version: a seglog from before it reports a
+// journal holding one as corrupt (until a compaction has folded it into
+// the snapshot, whose format has not changed).
+func (s *Store) DeleteTopic(topic string) error {
+	if err := s.checkName("topic", topic); err != nil {
+		return err
+	}
+	return s.writeGroupTopic(recDeleteTopic, "", topic)
 }
 
 // Subscribe registers the group's interest in a topic before any commit:
@@ -959,8 +677,10 @@ func (s *Store) Unsubscribe(group, topic string) error {
 
 // Fetch returns the group's durable position on the partition, or
 // ErrNoCommit: a commit shows once it is durable (see Commit), so what
-// Fetch returns survives a crash.
+// Fetch returns survives a crash. Like every read, it first follows the
+// journal (see Refresh).
 func (s *Store) Fetch(group, topic string, partition int32) (Position, error) {
+	_ = s.refresh()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -984,6 +704,7 @@ func (p position) public(topic string, partition int32) Position {
 // Groups returns the groups of the durable state, sorted. It is nil after
 // Close.
 func (s *Store) Groups() []string {
+	_ = s.refresh()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -1000,6 +721,7 @@ func (s *Store) Groups() []string {
 // Positions returns the group's durable positions sorted by topic and
 // partition.
 func (s *Store) Positions(group string) []Position {
+	_ = s.refresh()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	g := s.st.groups[group]
@@ -1020,6 +742,7 @@ func (s *Store) Positions(group string) []Position {
 
 // Readers returns the groups with durable interest in the topic, sorted.
 func (s *Store) Readers(topic string) []string {
+	_ = s.refresh()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	r := s.st.readers[topic]
@@ -1039,14 +762,16 @@ func (s *Store) Readers(topic string) []string {
 // when no group reads the topic (or the store is closed). A reader that has
 // not committed on this partition holds all of it: the answer is then 0.
 //
-// It answers from durable writes only: a commit (or an Unsubscribe or
-// DeleteGroup that would raise the minimum) counts once an fsync covering
-// it has succeeded (Sync, the group commit of SyncAlways, the interval of
-// SyncInterval, a compaction, Close), never when that fsync failed. So
-// after a power cut, the commits that survive are never below what
-// MinCommitted said, and no segment the cleaner deleted on its word was
-// still needed.
+// It answers from durable writes only: a commit (or an Unsubscribe,
+// DeleteGroup or DeleteTopic that would raise the minimum) counts once an
+// fsync covering it has succeeded (Sync, the group commit of SyncAlways,
+// the interval of SyncInterval, a compaction, Close, or this store's own
+// fsync of another Store's records before it reads them), never when that
+// fsync failed. So after a power cut, the commits that survive are never
+// below what MinCommitted said, and no segment the cleaner deleted on its
+// word was still needed.
 func (s *Store) MinCommitted(topic string, partition int32) (offset int64, ok bool) {
+	_ = s.refresh()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	r := s.st.readers[topic]
@@ -1067,14 +792,26 @@ func (s *Store) MinCommitted(topic string, partition int32) (offset int64, ok bo
 }
 
 // Stats returns counters and sizes; Groups and Positions count the
-// durable state, like the reads.
+// durable state, like the reads (it follows the journal first, as they
+// do).
 func (s *Store) Stats() Stats {
+	_ = s.refresh()
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	st := s.stats
 	st.Groups, st.Positions = len(s.st.groups), s.st.entries
-	st.JournalBytes, st.CompactErr = s.size, s.compactErr
+	st.JournalBytes = s.end + int64(len(s.buf))
+	if s.j != nil {
+		st.Generation = s.j.gen
+	}
+	st.CompactErr, st.RefreshErr = s.compactErr, s.refreshErr
 	st.Syncs = s.syncs.Load()
-	st.Generation = s.gen // written only with mu held exclusively
+	st.Tailed, st.Reloads = s.tailed, s.reloads
+	st.ReadOnly = s.readOnly
+	if s.readOnly {
+		st.DroppedBytes = s.roDropped + s.stuckBytes
+	}
 	return st
 }

@@ -63,6 +63,54 @@ func BenchmarkCommitDurable(b *testing.B) {
 	}
 }
 
+// BenchmarkCommitStores: SyncAlways commits by 2 and by 16 committers (one
+// group each), through one store, or split over two stores open on the same
+// directory, as two consumer processes would have it (flock locks belong
+// to the open file, so two stores in one process exclude each other as two
+// processes do): their appends take the append lock in turn, and each
+// fsync covers what both wrote before it.
+func BenchmarkCommitStores(b *testing.B) {
+	for _, committers := range []int{2, 16} {
+		for _, stores := range []int{1, 2} {
+			b.Run(fmt.Sprintf("committers=%d/stores=%d", committers, stores), func(b *testing.B) {
+				dir := b.TempDir()
+				ss := make([]*Store, stores)
+				for i := range ss {
+					ss[i] = openT(b, dir, Options{})
+					defer ss[i].Close()
+				}
+				b.ResetTimer()
+				start := time.Now()
+				var wg sync.WaitGroup
+				per := (b.N + committers - 1) / committers
+				for c := range committers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						s, g := ss[c%stores], fmt.Sprintf("group-%d", c)
+						for i := range per {
+							if err := s.Commit(g, "orders", 0, int64(i), ""); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				el := time.Since(start)
+				b.StopTimer()
+				var records, syncs uint64
+				for _, s := range ss {
+					st := s.Stats()
+					records, syncs = records+st.Records, syncs+st.Syncs
+				}
+				b.ReportMetric(float64(per*committers)/el.Seconds(), "commits/s")
+				b.ReportMetric(float64(records)/float64(max(syncs, 1)), "commits/fsync")
+			})
+		}
+	}
+}
+
 // BenchmarkOpen100k: Open of a store holding 100,000 positions (100 groups x
 // 10 topics x 100 partitions), from a snapshot and from a journal alone.
 // Target: under 100 ms.

@@ -309,8 +309,10 @@
 // A failed write or fsync (a failed directory fsync after a snapshot's
 // rename included) makes the store fail-stop: the state of the file (and
 // of the page cache) is then unknown, so every later write returns that
-// error; reopen to recover. Reads keep answering from the durable state.
-// A failed write leaves a torn record that the next store to append cuts.
+// error; reopen to recover. Reads keep answering from the durable state,
+// and no longer follow the other stores (no later fsync can be trusted to
+// cover what the failed one did not). A failed write leaves a torn record
+// that the next store to append cuts.
 //
 // # What a crash leaves
 //

@@ -19,6 +19,10 @@ func seedJournal() []byte {
 	b = appendGroupTopic(b, recSubscribe, "g", "v")
 	b = appendGroupTopic(b, recUnsubscribe, "g", "u")
 	b = appendGroupTopic(b, recDeleteGroup, "h", "")
+	b, start = appendCommitHead(b, "k", 124, 1)
+	b = appendEntry(b, "w", 1, 7, "")
+	finishRecord(b, start)
+	b = appendDeleteTopic(b, "w")
 	return b
 }
 
@@ -140,5 +144,34 @@ func FuzzSnapshot(f *testing.F) {
 		}
 		checkState(t, st)
 		require.Equal(t, data, encodeSnapshot(nil, st, gen), "an accepted snapshot is canonical")
+	})
+}
+
+// FuzzTail feeds arbitrary bytes to the scanner that a store runs on what
+// other stores appended to the journal (from a record boundary to the
+// file's end, while they may be writing): it must never panic, and the
+// prefix it accepts must be whole valid records that replay alone, with no
+// error, to as many records.
+func FuzzTail(f *testing.F) {
+	j := seedJournal()[journalHeaderSize:]
+	f.Add(j)
+	f.Add(j[:len(j)-5])
+	f.Add(append(append([]byte{}, j[:30]...), j...))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		valid, records, reason, malformed := scanRecords(data)
+		require.LessOrEqual(t, valid, len(data))
+		require.Equal(t, valid == len(data), reason == "", "a reason exactly when it stopped early")
+		if malformed {
+			require.NotEmpty(t, reason)
+		}
+		again, n, r, _ := scanRecords(data[:valid])
+		require.Equal(t, []any{valid, records, ""}, []any{again, n, r}, "the accepted prefix scans alone")
+		st := newState(0)
+		res := replayJournal(append(appendJournalHeader(nil, 1), data[:valid]...), 1, st)
+		require.Empty(t, res.reason)
+		require.Equal(t, journalHeaderSize+valid, res.end)
+		require.Equal(t, records, res.records)
+		checkState(t, st)
 	})
 }

@@ -434,11 +434,20 @@ func (s *Store) pollLocked() error {
 // shared with a round in progress) and applies it, so that a read sees
 // every commit acknowledged, by any store, before it began. A failure is
 // kept for Stats and Refresh; the read answers from what was read before.
+// A failed (fail-stop) store follows no more.
 func (s *Store) refresh() error {
 	s.fileMu.Lock()
 	if s.done {
 		s.fileMu.Unlock()
 		return ErrClosed
+	}
+	if err := s.failure(); err != nil {
+		// After a failed write or fsync, no later fsync can be trusted to
+		// cover what the page cache holds: the reads stay on the state
+		// that was durable.
+		s.refreshErr = err
+		s.fileMu.Unlock()
+		return err
 	}
 	err := s.pollLocked()
 	epoch, need := s.epoch, s.foreignEnd

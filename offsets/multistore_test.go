@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/internal/vfs/faultfs"
 )
 
 // Two Stores open on one directory in one process behave as two processes
@@ -465,4 +467,35 @@ func TestForeignRecordsDurableBeforeVisible(t *testing.T) {
 	assert.Contains(t, rec.calls()[before:], "sync "+filepath.Join(dir, journalName(1)), "fsynced before it was read")
 	require.NoError(t, writer.Close())
 	require.NoError(t, reader.Close())
+}
+
+// TestFailedWriteBesideStore: a store whose journal write fails halfway
+// (a full disk) is fail-stop and leaves half a record at the journal's
+// end; the other store cuts it at its next append and goes on, and a
+// reopen has every acknowledged commit of both. The failed store's reads
+// stay where they were: after a failed write or fsync, no later fsync can
+// be trusted to make what it reads durable.
+func TestFailedWriteBesideStore(t *testing.T) {
+	dir := t.TempDir()
+	fs := faultfs.New(nil)
+	a := openT(t, dir, Options{})
+	b := openT(t, dir, Options{FS: fs})
+	require.NoError(t, b.Commit("b", "t", 0, 1, ""))
+	fs.Add(faultfs.Rule{Ops: faultfs.OpWrite, Path: journalPrefix, ShortWrite: true})
+	require.ErrorIs(t, b.Commit("b", "t", 0, 2, "this record is torn"), syscall.ENOSPC)
+	fs.Clear()
+	assert.ErrorIs(t, b.Commit("b", "t", 0, 3, ""), syscall.ENOSPC, "fail-stop")
+
+	require.NoError(t, a.Commit("a", "t", 0, 4, ""))
+	assert.Positive(t, a.Stats().DroppedBytes, "a cut the torn half")
+	want := map[key]val{{"b", "t", 0}: {1, ""}, {"a", "t", 0}: {4, ""}}
+	assert.Equal(t, want, snapshotOf(a))
+	assert.Equal(t, map[key]val{{"b", "t", 0}: {1, ""}}, snapshotOf(b), "the failed store reads what was durable when it failed")
+	assert.ErrorIs(t, b.Refresh(), syscall.ENOSPC, "and follows no more")
+	require.NoError(t, a.Close())
+	assert.Error(t, b.Close())
+	s := openT(t, dir, Options{})
+	assert.Equal(t, want, snapshotOf(s))
+	assert.Zero(t, s.Stats().DroppedBytes)
+	require.NoError(t, s.Close())
 }

@@ -112,7 +112,7 @@ func (s *Segment) Sync() error {
 		return err
 	}
 	defer s.mu.RUnlock()
-	if err := s.log.Sync(); err != nil {
+	if err := s.log.Datasync(); err != nil {
 		return fmt.Errorf("segment: fsync %s: %w", s.LogPath(), err)
 	}
 	return nil

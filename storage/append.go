@@ -229,6 +229,9 @@ func (l *Log) rollLocked() error {
 	segs := append(l.segments(), seg)
 	l.publish(segs)
 	l.raiseFlushed(end)
+	if err := l.checkpointHighWatermark(); err != nil {
+		return err
+	}
 	return l.checkpoint()
 }
 

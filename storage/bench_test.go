@@ -106,6 +106,23 @@ func BenchmarkDurable(b *testing.B) {
 	report := func(b *testing.B) { b.ReportMetric(float64(b.N)*10/b.Elapsed().Seconds(), "recs/s") }
 	b.Run("plain-write-fsync", func(b *testing.B) { benchPlainWrite(b, batch, 1); report(b) })
 	b.Run("seglog-sync-always", func(b *testing.B) { benchLogAppend(b, batch, Options{Sync: SyncAlways}); report(b) })
+	b.Run("seglog-explicit-sync", func(b *testing.B) {
+		l, err := Open(b.TempDir(), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		buf := slices.Clone(batch)
+		for b.Loop() {
+			if _, err := l.AppendBatch(buf); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b)
+	})
 	for _, g := range []int{1, 8} {
 		b.Run(fmt.Sprintf("seglog-goroutines=%d", g), func(b *testing.B) {
 			l, err := Open(b.TempDir(), Options{Sync: SyncAlways})

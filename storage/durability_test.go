@@ -221,15 +221,16 @@ func TestTruncateBesideReaders(t *testing.T) {
 	}
 }
 
-// Concurrent Sync calls (which checkpoint the high watermark and the
-// recovery point) all succeed, and the files hold the last values.
-func TestConcurrentSyncCheckpoints(t *testing.T) {
+// Concurrent checkpoint writers (Sync checkpointing a moved high
+// watermark, the interval flusher, rolls) never collide on a temporary
+// file, and the files end with the last values.
+func TestConcurrentCheckpoints(t *testing.T) {
 	dir := t.TempDir()
 	l, err := Open(dir, small())
 	require.NoError(t, err)
 	defer l.Close()
 	var wg sync.WaitGroup
-	errs := make(chan error, 8*50)
+	errs := make(chan error, 8*50*2)
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
 		go func() {
@@ -244,6 +245,7 @@ func TestConcurrentSyncCheckpoints(t *testing.T) {
 					return
 				}
 				errs <- l.Sync()
+				errs <- l.checkpoint() // as the interval flusher and rolls do
 			}
 		}()
 	}
@@ -253,6 +255,7 @@ func TestConcurrentSyncCheckpoints(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, l.Sync())
+	require.NoError(t, l.checkpoint())
 	hw, ok, err := readCheckpoint(vfs.Default, dir, highWatermarkFile)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -264,6 +267,27 @@ func TestConcurrentSyncCheckpoints(t *testing.T) {
 	matches, err := filepath.Glob(filepath.Join(dir, "*.tmp"))
 	require.NoError(t, err)
 	assert.Empty(t, matches, "no temporary file left behind")
+}
+
+// Sync is one fsync of the log (no checkpoint file when nothing but the
+// log moved).
+func TestSyncIsOneFsync(t *testing.T) {
+	fsys := faultfs.New(vfs.Default)
+	opts := small()
+	opts.SegmentBytes = 1 << 20
+	opts.FS = fsys
+	l, err := Open(t.TempDir(), opts)
+	require.NoError(t, err)
+	defer l.Close()
+	fill(t, l, 10, 10)
+	require.NoError(t, l.Sync())
+	for i := 0; i < 5; i++ {
+		fill(t, l, 10, 10)
+		fsys.Reset()
+		require.NoError(t, l.Sync())
+		assert.Equal(t, 1, fsys.Calls(faultfs.OpSync), "one fsync per Sync")
+		assert.Zero(t, fsys.Calls(faultfs.OpSyncDir|faultfs.OpRename|faultfs.OpCreate), "no checkpoint file")
+	}
 }
 
 // A roll whose index fsync fails fails the log: nothing past the segment

@@ -11,8 +11,9 @@ import (
 // The high watermark is the offset below which every record is replicated
 // (the broker sets it as followers catch up). It is never above EndOffset,
 // truncation below it lowers it, and it is checkpointed to high-watermark
-// on Sync, Truncate and Close (a crash can only make it lower, which shows
-// consumers less, never records that were not replicated). Committed reads
+// on Sync (when it moved), when a segment rolls, on Truncate and on Close
+// (a crash can only make it lower, which shows consumers less, never
+// records that were not replicated). Committed reads
 // (ReadCommitted, NewCommittedReader, WaitCommitted) stop at it.
 
 const highWatermarkFile = "high-watermark"

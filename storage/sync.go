@@ -41,8 +41,13 @@ func (l *Log) failOp(op string, err error) error {
 	return fmt.Errorf("%w: %w", ErrFailed, err)
 }
 
-// Sync fsyncs everything appended so far and checkpoints the recovery
-// point.
+// Sync makes everything appended so far durable: one fdatasync of the
+// active segment (and of any older segment not yet flushed), shared with
+// concurrent callers (group commit). The recovery point is not
+// checkpointed here but when a segment rolls, by the interval flusher and
+// at Close, so a crash rescans at most the active segment. The high
+// watermark is checkpointed if it moved since its last checkpoint (read-
+// only followers in other processes read it from there).
 func (l *Log) Sync() error {
 	if l.closed.Load() {
 		return ErrClosed
@@ -53,10 +58,7 @@ func (l *Log) Sync() error {
 	if err := l.syncTo(l.end.Load()); err != nil {
 		return err
 	}
-	if err := l.checkpointHighWatermark(); err != nil {
-		return err
-	}
-	return l.checkpoint()
+	return l.checkpointHighWatermark()
 }
 
 // syncAppended waits for an append's records to be fsynced. A truncation

@@ -28,3 +28,17 @@ func (f osFile) Allocate(off, n int64) error {
 		return nil
 	}
 }
+
+// Datasync is fdatasync(2).
+func (f osFile) Datasync() error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
+		}
+		return nil
+	}
+}

@@ -11,3 +11,6 @@ func (f osFile) Allocate(off, n int64) error {
 	}
 	return growTo(f.File, off+n)
 }
+
+// Datasync is Sync where fdatasync(2) is not offered.
+func (f osFile) Datasync() error { return f.Sync() }

@@ -38,6 +38,10 @@ type File interface {
 
 	// Sync flushes the file's data and metadata to stable storage (fsync).
 	Sync() error
+	// Datasync flushes the file's data, and the metadata needed to read
+	// it back (its size), to stable storage (fdatasync): what an append
+	// needs, without the timestamps that Sync also writes.
+	Datasync() error
 	// Truncate changes the file's size; growing it leaves a sparse hole.
 	Truncate(size int64) error
 	// Allocate reserves disk blocks for the byte range [off, off+n),

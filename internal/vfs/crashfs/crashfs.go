@@ -730,6 +730,11 @@ func (f *file) Sync() error {
 	return nil
 }
 
+// Datasync is Sync: the model keeps a file's whole content at its last
+// sync (fdatasync makes the data and size durable, which is all the model
+// has of a file).
+func (f *file) Datasync() error { return f.Sync() }
+
 // content reads the whole real file through its descriptor (reopened
 // read-only through /proc when it was opened write-only).
 func (f *file) content() ([]byte, error) {

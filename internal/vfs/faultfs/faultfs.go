@@ -441,6 +441,11 @@ func (f *file) Sync() error {
 	return f.fs.simple(OpSync, f.f.Name(), f.f.Sync)
 }
 
+// Datasync counts and fails as OpSync.
+func (f *file) Datasync() error {
+	return f.fs.simple(OpSync, f.f.Name(), f.f.Datasync)
+}
+
 func (f *file) Truncate(size int64) error {
 	return f.fs.simple(OpTruncate, f.f.Name(), func() error { return f.f.Truncate(size) })
 }

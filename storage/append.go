@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
@@ -173,6 +174,9 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 	}
 	l.end.Store(h.NextOffset())
 	l.wakeWaiters()
+	l.counters.appendedBatches.Add(1)
+	l.counters.appendedRecords.Add(int64(h.RecordCount))
+	l.counters.appendedBytes.Add(int64(len(batch)))
 	return AppendResult{FirstOffset: base, LastOffset: h.LastOffset()}, nil
 }
 
@@ -206,7 +210,10 @@ func (l *Log) shouldRollLocked(active *segment.Segment, n int) bool {
 func (l *Log) rollLocked() error {
 	old := l.active()
 	end := l.end.Load()
-	if err := old.Sync(); err != nil {
+	t0 := time.Now()
+	err := old.Sync()
+	l.noteFsync(time.Since(t0))
+	if err != nil {
 		return l.fail(err)
 	}
 	if err := old.Seal(); err != nil {

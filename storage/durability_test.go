@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -408,4 +409,29 @@ func TestOpenStoreSyncsNewRootParent(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	assert.Equal(t, 1, fsys.Calls(faultfs.OpSyncDir), "one fsync: the parent of the new root")
+}
+
+// Stats counts appends, fsyncs and reads since Open, and OnFsync sees
+// every fsync.
+func TestStatsCounters(t *testing.T) {
+	var observed atomic.Int64
+	opts := small()
+	opts.Sync = SyncAlways
+	opts.OnFsync = func(d time.Duration) { observed.Add(1) }
+	l, err := Open(t.TempDir(), opts)
+	require.NoError(t, err)
+	defer l.Close()
+	fill(t, l, 30, 3)
+	_, err = l.Read(0, 1<<20)
+	require.NoError(t, err)
+	st, err := l.Stats()
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), st.AppendedBatches)
+	assert.Equal(t, int64(30), st.AppendedRecords)
+	assert.Positive(t, st.AppendedBytes)
+	assert.GreaterOrEqual(t, st.Fsyncs, int64(10), "one per append at least (rolls add theirs)")
+	assert.Equal(t, st.Fsyncs, observed.Load())
+	assert.Positive(t, st.FsyncTime)
+	assert.Positive(t, st.ReadBatchBytes)
+	assert.Positive(t, st.OpenTime)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
@@ -93,6 +94,9 @@ type Log struct {
 
 	// Open statistics, for tests and the recovery benchmark.
 	openStats OpenStats
+
+	// Counters since Open, for Stats (and metrics).
+	counters counters
 }
 
 // OpenStats describes what Open had to do.
@@ -109,6 +113,15 @@ type OpenStats struct {
 
 // Open opens (creating if needed) the partition log in dir.
 func Open(dir string, opts Options) (*Log, error) {
+	began := time.Now()
+	l, err := open(dir, opts)
+	if err == nil {
+		l.counters.openNanos = int64(time.Since(began))
+	}
+	return l, err
+}
+
+func open(dir string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -226,6 +239,22 @@ type Stats struct {
 	FlushedOffset int64
 	Segments      int
 	Size          int64 // bytes of all .log files
+
+	// Counters since Open.
+	AppendedBatches int64         // batches appended (duplicates of idempotent retries not counted)
+	AppendedRecords int64         // records appended
+	AppendedBytes   int64         // bytes of the batches appended
+	Fsyncs          int64         // fsyncs of segment files (one serves every append of a group commit)
+	FsyncTime       time.Duration // time spent in them
+	ReadBatchBytes  int64         // bytes of batches returned by reads (Read, ReadInto, Reader; not regions)
+	OpenTime        time.Duration // how long Open took, recovery included
+}
+
+// counters are the Log's counters since Open.
+type counters struct {
+	appendedBatches, appendedRecords, appendedBytes atomic.Int64
+	fsyncs, fsyncNanos, readBytes                   atomic.Int64
+	openNanos                                       int64
 }
 
 // Stats returns a summary of the log.
@@ -234,7 +263,10 @@ func (l *Log) Stats() (Stats, error) {
 		return Stats{}, ErrClosed
 	}
 	segs := l.segments()
-	st := Stats{StartOffset: l.StartOffset(), EndOffset: l.EndOffset(), FlushedOffset: l.FlushedOffset(), Segments: len(segs)}
+	c := &l.counters
+	st := Stats{StartOffset: l.StartOffset(), EndOffset: l.EndOffset(), FlushedOffset: l.FlushedOffset(), Segments: len(segs),
+		AppendedBatches: c.appendedBatches.Load(), AppendedRecords: c.appendedRecords.Load(), AppendedBytes: c.appendedBytes.Load(),
+		Fsyncs: c.fsyncs.Load(), FsyncTime: time.Duration(c.fsyncNanos.Load()), ReadBatchBytes: c.readBytes.Load(), OpenTime: time.Duration(c.openNanos)}
 	for _, s := range segs {
 		n, err := s.Size()
 		if err != nil && !errors.Is(err, os.ErrNotExist) {

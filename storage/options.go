@@ -119,6 +119,10 @@ type Options struct {
 	// write returns ErrReadOnly. The end offset is what the files held at
 	// open; Refresh, Wait and the Reader look again for more.
 	ReadOnly bool
+	// OnFsync, when set, is called after every fsync of a segment file
+	// with how long it took (for a latency histogram). It must be quick:
+	// appenders waiting for the fsync wait for it too.
+	OnFsync func(time.Duration)
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
 

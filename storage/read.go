@@ -125,6 +125,7 @@ func (l *Log) readBounded(dst []byte, offset int64, maxBytes int, limit int64) (
 	if err == errCaughtUp {
 		return dst[:0], nil
 	}
+	l.counters.readBytes.Add(int64(len(data)))
 	return data, err
 }
 

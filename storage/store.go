@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -349,6 +350,37 @@ func (s *Store) Log(topic string, partition int32) (*Log, error) {
 	close(slot.ready)
 	s.mu.Unlock()
 	return l, err
+}
+
+// OpenPartition is a partition whose log is open.
+type OpenPartition struct {
+	Topic     string
+	Partition int32
+	Log       *Log
+}
+
+// OpenPartitions lists the partitions whose logs are open now (opening
+// none), sorted: for monitoring, which must not open what nobody uses.
+func (s *Store) OpenPartitions() []OpenPartition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]OpenPartition, 0, len(s.logs))
+	for name, slot := range s.logs {
+		select {
+		case <-slot.ready:
+		default:
+			continue // still opening
+		}
+		if slot.l == nil {
+			continue
+		}
+		topic, p, _ := ParsePartitionDir(name)
+		out = append(out, OpenPartition{Topic: topic, Partition: p, Log: slot.l})
+	}
+	slices.SortFunc(out, func(a, b OpenPartition) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
 }
 
 // closeSlots waits for each slot's log to be opened and closes it.

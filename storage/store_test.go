@@ -277,3 +277,26 @@ func TestTopicConfig(t *testing.T) {
 	assert.ErrorIs(t, s.AlterTopic("orders", TopicConfig{SegmentBytes: -1}), ErrInvalidOptions)
 	assert.ErrorIs(t, s.AlterTopic("nope", cfg), ErrUnknownTopic)
 }
+
+// OpenPartitions lists the open logs only, sorted, and opens nothing.
+func TestOpenPartitions(t *testing.T) {
+	s, err := OpenStore(t.TempDir(), StoreOptions{})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.CreateTopic("b", 2, TopicConfig{}))
+	require.NoError(t, s.CreateTopic("a", 3, TopicConfig{}))
+	assert.Empty(t, s.OpenPartitions())
+	for _, tp := range []struct {
+		topic string
+		p     int32
+	}{{"b", 1}, {"a", 2}, {"a", 0}} {
+		_, err := s.Log(tp.topic, tp.p)
+		require.NoError(t, err)
+	}
+	var got []string
+	for _, op := range s.OpenPartitions() {
+		require.NotNil(t, op.Log)
+		got = append(got, PartitionDir(op.Topic, op.Partition))
+	}
+	assert.Equal(t, []string{"a-0", "a-2", "b-1"}, got)
+}

@@ -119,7 +119,10 @@ func (l *Log) syncOnce() error {
 		if i+1 < len(segs) && segs[i+1].Base() <= flushed {
 			continue // wholly flushed
 		}
-		if err := s.Sync(); err != nil {
+		t0 := time.Now()
+		err := s.Sync()
+		l.noteFsync(time.Since(t0))
+		if err != nil {
 			if errors.Is(err, segment.ErrDeleted) {
 				continue
 			}
@@ -128,6 +131,16 @@ func (l *Log) syncOnce() error {
 	}
 	l.raiseFlushed(end)
 	return nil
+}
+
+// noteFsync counts an fsync of a segment and reports it to
+// Options.OnFsync.
+func (l *Log) noteFsync(d time.Duration) {
+	l.counters.fsyncs.Add(1)
+	l.counters.fsyncNanos.Add(int64(d))
+	if l.opts.OnFsync != nil {
+		l.opts.OnFsync(d)
+	}
 }
 
 // flushLocked fsyncs everything; the caller holds writeMu.

@@ -111,6 +111,20 @@ func BenchmarkCommitStores(b *testing.B) {
 	}
 }
 
+// BenchmarkFetch: a read of a store that nobody else writes to: it follows
+// the journal first (one fstat).
+func BenchmarkFetch(b *testing.B) {
+	s := openT(b, b.TempDir(), Options{})
+	defer s.Close()
+	require.NoError(b, s.Commit("g", "t", 0, 1, ""))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Fetch("g", "t", 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkOpen100k: Open of a store holding 100,000 positions (100 groups x
 // 10 topics x 100 partitions), from a snapshot and from a journal alone.
 // Target: under 100 ms.

@@ -18,7 +18,32 @@ import (
 type journal struct {
 	f    vfs.File
 	gen  uint64
+	next string // path of the journal of the next generation
 	refs int
+}
+
+func (s *Store) newJournal(f vfs.File, gen uint64) *journal {
+	return &journal{f: f, gen: gen, next: s.path(journalName(gen + 1))}
+}
+
+// statLocked returns the journal's size and whether its directory entry
+// is gone (its link count is 0: a compaction switched away from it). It
+// runs on every read and append, so it fstats the OS file into a reused
+// buffer (no allocation), like flock; a test FS without one gets
+// File.Stat. It needs fileMu.
+func (s *Store) statLocked() (size int64, gone bool, err error) {
+	if osf := s.j.f.OSFile(); osf != nil {
+		if err := syscall.Fstat(int(osf.Fd()), &s.jstat); err != nil {
+			return 0, false, &os.PathError{Op: "fstat", Path: s.j.f.Name(), Err: err}
+		}
+		return s.jstat.Size, s.jstat.Nlink == 0, nil
+	}
+	fi, err := s.j.f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return fi.Size(), ok && st.Nlink == 0, nil
 }
 
 func (s *Store) releaseLocked(j *journal) {
@@ -254,21 +279,21 @@ func (s *Store) appendLocked() error {
 // (with RecoverCorrupt, they are cut like a torn tail). Failures are
 // sticky. It needs fileMu and the append lock.
 func (s *Store) currentLocked() error {
-	fi, err := s.j.f.Stat()
+	size, gone, err := s.statLocked()
 	if err != nil {
 		return s.failLocked(fmt.Errorf("offsets: %w", err))
 	}
-	next, err := s.exists(journalName(s.j.gen + 1))
+	next, err := s.exists(s.j.next)
 	if err != nil {
 		return s.failLocked(err)
 	}
-	if unlinked(fi) || next || fi.Size() < s.end {
+	if gone || next || size < s.end {
 		return s.reloadLocked()
 	}
-	if fi.Size() == s.end {
+	if size == s.end {
 		return nil
 	}
-	data, err := s.readTailLocked(fi.Size())
+	data, err := s.readTailLocked(size)
 	if err != nil {
 		return s.failLocked(err)
 	}
@@ -293,9 +318,9 @@ func (s *Store) currentLocked() error {
 	return nil
 }
 
-// exists reports whether the store's directory has an entry name.
-func (s *Store) exists(name string) (bool, error) {
-	_, err := s.fs.Lstat(s.path(name))
+// exists reports whether path exists.
+func (s *Store) exists(path string) (bool, error) {
+	_, err := s.fs.Lstat(path)
 	switch {
 	case err == nil:
 		return true, nil
@@ -385,13 +410,12 @@ func (s *Store) pollLocked() error {
 		// Read-only, and the directory had no journal: look again.
 		return s.reloadLocked()
 	}
-	fi, err := s.j.f.Stat()
+	size, gone, err := s.statLocked()
 	if err != nil {
 		return fmt.Errorf("offsets: %w", err)
 	}
-	size := fi.Size()
 	switch {
-	case unlinked(fi) || size < s.end:
+	case gone || size < s.end:
 		if s.readOnly {
 			return s.reloadLocked()
 		}
@@ -601,7 +625,8 @@ func (s *Store) compactLocked(force bool) (err error) {
 	// Step 4: switch. Every record is applied (step 1), none of this
 	// store's is waiting for an fsync.
 	old := s.j
-	s.j = &journal{f: nf, gen: next, refs: 1}
+	s.j = s.newJournal(nf, next)
+	s.j.refs = 1
 	s.end, s.applied = journalHeaderSize, journalHeaderSize
 	s.pending, s.own, s.foreignEnd = s.pending[:0], s.own[:0], 0
 	s.stuckSize = -1

@@ -245,7 +245,7 @@ func (s *Store) recoverLocked() (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.j, l.journals = &journal{f: f, gen: active}, max(len(live), 1)
+	l.j, l.journals = s.newJournal(f, active), max(len(live), 1)
 	return l, nil
 }
 
@@ -432,7 +432,7 @@ func (s *Store) tryLoadReadOnly(last bool) (_ *loaded, err error) {
 	if len(files) > 0 {
 		// After a corruption (RecoverCorrupt), the journal that holds it
 		// is the one followed, never past it.
-		l.j = &journal{f: files[len(files)-1].f, gen: gens[len(files)-1]}
+		l.j = s.newJournal(files[len(files)-1].f, gens[len(files)-1])
 	}
 	if l.end < journalHeaderSize {
 		l.end = 0

@@ -324,3 +324,29 @@ func TestFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestOpensStoreOfEarlierVersion: a directory written by the seglog before
+// the shared journal (testdata/before-shared-journal: a snapshot and a
+// journal after it; it locked LOCK exclusively and had no append.lock)
+// opens, read-only and to write, with its state.
+func TestOpensStoreOfEarlierVersion(t *testing.T) {
+	dir := copyDir(t, filepath.Join("testdata", "before-shared-journal"))
+	want := map[key]val{
+		{"audit", "events", 0}:   {150, "b"},
+		{"audit", "events", 1}:   {200, ""},
+		{"billing", "orders", 2}: {30, ""},
+	}
+	wantReaders := map[string][]string{"events": {"audit", "idle"}, "orders": {"billing"}}
+	ro, err := OpenReadOnly(dir, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, want, snapshotOf(ro))
+	assert.Equal(t, wantReaders, readersOf(ro, "events", "orders"))
+	s := openT(t, dir, Options{})
+	assert.Equal(t, want, snapshotOf(s))
+	assert.Equal(t, wantReaders, readersOf(s, "events", "orders"))
+	require.NoError(t, s.Commit("audit", "events", 0, 160, ""))
+	want[key{"audit", "events", 0}] = val{160, ""}
+	assert.Equal(t, want, snapshotOf(ro))
+	require.NoError(t, s.Close())
+	require.NoError(t, ro.Close())
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/seglog/seglog/internal/vfs"
@@ -177,6 +178,7 @@ type Store struct {
 	stuckBytes int64      // read-only: bytes past the last valid record of the journal followed
 	roDropped  int64      // read-only: bytes past the valid records of the older journals read
 	tailBuf    []byte
+	jstat      syscall.Stat_t
 	spare      []byte // the buffer a writer swaps in for buf
 	snapBuf    []byte
 	compactErr error

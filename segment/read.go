@@ -1,10 +1,12 @@
 package segment
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
 	"syscall"
 
 	"github.com/seglog/seglog/internal/vfs"
@@ -292,4 +294,76 @@ func (s *Segment) readInto(dst []byte, pos, n int64) ([]byte, error) {
 		return nil, fmt.Errorf("segment: read %s at %d: %w", s.LogPath(), pos, err)
 	}
 	return dst, nil
+}
+
+// ReadRecord returns the record at offset. In an uncompressed batch read
+// through the map it copies only that record (found from the index entry,
+// the batch header, then the lengths of the records before it): a point
+// read, which checks the record's own lengths and offset but not the
+// batch checksum (Read and a Reader verify it). Other batches are read
+// whole, verified and decoded. The record's slices alias the returned
+// buffer, which is buf's memory when it is large enough. It returns io.EOF
+// when offset is at or past NextOffset.
+func (s *Segment) ReadRecord(buf []byte, offset int64) (Record, []byte, error) {
+	if err := s.acquire(); err != nil {
+		return Record{}, buf, err
+	}
+	defer s.mu.RUnlock()
+	pos, h, err := s.findLocked(offset)
+	if err != nil {
+		return Record{}, buf, err
+	}
+	if d := s.data; d != nil && h.Codec() == CodecNone && pos+int64(h.Size()) <= int64(len(d)) {
+		var rec Record
+		err := guardFault(s.LogPath(), func() (err error) {
+			rec, buf, err = pointRecord(buf, d[pos+HeaderSize:pos+int64(h.Size())], h, offset)
+			return err
+		})
+		if err != nil {
+			return Record{}, buf, &CorruptError{File: s.LogPath(), Pos: pos, Err: err}
+		}
+		return rec, buf, nil
+	}
+	batch, err := s.readInto(buf, pos, int64(h.Size()))
+	if err != nil {
+		return Record{}, buf, err
+	}
+	var it RecordIter
+	if err := it.Reset(batch, s.opts.Limits); err != nil {
+		return Record{}, batch, &CorruptError{File: s.LogPath(), Pos: pos, Err: err}
+	}
+	for it.Next() {
+		if r := it.Record(); r.Offset == offset {
+			return *r, batch, nil
+		}
+	}
+	if err := it.Err(); err != nil {
+		return Record{}, batch, &CorruptError{File: s.LogPath(), Pos: pos, Err: err}
+	}
+	return Record{}, batch, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: offset %d not in its batch", ErrCorrupt, offset)}
+}
+
+// pointRecord finds the record at offset in section, the uncompressed
+// records of a batch with header h, by their lengths alone; copies it into
+// buf's memory and decodes it there.
+func pointRecord(buf, section []byte, h Header, offset int64) (Record, []byte, error) {
+	k := offset - h.BaseOffset
+	p := 0
+	for i := int64(0); ; i++ {
+		n, w := binary.Uvarint(section[p:])
+		if w <= 0 || n > uint64(len(section)-p-w) {
+			return Record{}, buf, fmt.Errorf("%w: record %d: bad length", ErrCorrupt, i)
+		}
+		if i == k {
+			buf = append(buf[:0], section[p:p+w+int(n)]...)
+			it := RecordIter{hdr: h, data: buf, i: int32(k)}
+			if err := it.decode(); err != nil {
+				return Record{}, buf, err
+			}
+			rec := it.rec
+			rec.Headers = slices.Clone(rec.Headers)
+			return rec, buf, nil
+		}
+		p += w + int(n)
+	}
 }

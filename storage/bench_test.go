@@ -387,3 +387,68 @@ func BenchmarkIdempotentAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPointRead reads one random record of 1 KiB from a 256 MiB log of
+// 100-record batches: ReadRecord (the record only) beside ReadInto of its
+// batch and decoding it (the way before ReadRecord), in the same run.
+func BenchmarkPointRead(b *testing.B) {
+	const size = 256 << 20
+	dir := b.TempDir()
+	fillLog(b, dir, encodedBatch(b, 100, 1024), size, Options{})
+	l, err := Open(dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	end := l.EndOffset()
+	offsets := make([]int64, 1<<16)
+	for i := range offsets {
+		var x [8]byte
+		_, _ = rand.Read(x[:])
+		offsets[i] = int64(uint64(x[0])|uint64(x[1])<<8|uint64(x[2])<<16|uint64(x[3])<<24) % end
+	}
+	run := func(b *testing.B, read func(off int64) error) {
+		lat := make([]time.Duration, 0, 1<<20)
+		i := 0
+		for b.Loop() {
+			t0 := time.Now()
+			if err := read(offsets[i&(len(offsets)-1)]); err != nil {
+				b.Fatal(err)
+			}
+			if len(lat) < cap(lat) {
+				lat = append(lat, time.Since(t0))
+			}
+			i++
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	}
+	b.Run("read-record", func(b *testing.B) {
+		var buf []byte
+		run(b, func(off int64) (err error) {
+			_, buf, err = l.ReadRecord(buf, off)
+			return err
+		})
+	})
+	b.Run("read-batch-decode", func(b *testing.B) {
+		buf := make([]byte, 0, 256<<10)
+		var it segment.RecordIter
+		run(b, func(off int64) error {
+			data, err := l.ReadInto(buf, off, 1)
+			if err != nil {
+				return err
+			}
+			buf = data
+			if err := it.Reset(data, segment.DefaultLimits); err != nil {
+				return err
+			}
+			for it.Next() {
+				if it.Record().Offset == off {
+					return nil
+				}
+			}
+			return fmt.Errorf("offset %d not found: %v", off, it.Err())
+		})
+	})
+}

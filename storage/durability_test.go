@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -434,4 +435,47 @@ func TestStatsCounters(t *testing.T) {
 	assert.Positive(t, st.FsyncTime)
 	assert.Positive(t, st.ReadBatchBytes)
 	assert.Positive(t, st.OpenTime)
+}
+
+// ReadRecord returns exactly the record at each offset, from uncompressed
+// and compressed batches, across segments, with headers; and the range
+// errors of a read.
+func TestReadRecord(t *testing.T) {
+	for _, codec := range []segment.Codec{segment.CodecNone, segment.CodecZstd} {
+		t.Run(codec.String(), func(t *testing.T) {
+			opts := small()
+			opts.Compression = codec
+			l, err := Open(t.TempDir(), opts)
+			require.NoError(t, err)
+			defer l.Close()
+			for i := 0; i < 40; i++ {
+				var recs []Record
+				for j := 0; j < 7; j++ {
+					off := l.EndOffset() + int64(j)
+					recs = append(recs, Record{Timestamp: 1_000_000 + off, Key: []byte(fmt.Sprint(off)), Value: val(off),
+						Headers: []segment.RecordHeader{{Key: []byte("h"), Value: []byte(fmt.Sprint(off))}}})
+				}
+				_, err := l.Append(recs...)
+				require.NoError(t, err)
+			}
+			require.NoError(t, l.Roll())
+			fill(t, l, 5, 5)
+			var buf []byte
+			for off := int64(0); off < 280; off++ {
+				var rec Record
+				rec, buf, err = l.ReadRecord(buf, off)
+				require.NoError(t, err)
+				assert.Equal(t, off, rec.Offset)
+				assert.Equal(t, string(val(off)), string(rec.Value))
+				assert.Equal(t, fmt.Sprint(off), string(rec.Key))
+				assert.Equal(t, int64(1_000_000+off), rec.Timestamp)
+				require.Len(t, rec.Headers, 1)
+				assert.Equal(t, fmt.Sprint(off), string(rec.Headers[0].Value))
+			}
+			_, _, err = l.ReadRecord(nil, l.EndOffset())
+			assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+			_, _, err = l.ReadRecord(nil, -1)
+			assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+		})
+	}
 }

@@ -263,3 +263,21 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	}
 	return l.EndOffset(), nil
 }
+
+// ReadRecord returns the record at offset: a point read that, in an
+// uncompressed batch, copies only that record (see segment.ReadRecord: the
+// batch checksum is not verified; Read and a Reader verify it). The
+// record's slices alias the returned buffer, which reuses buf's memory when
+// it is large enough; pass it back to the next call. Below StartOffset or
+// at or beyond EndOffset it returns ErrOffsetOutOfRange.
+func (l *Log) ReadRecord(buf []byte, offset int64) (Record, []byte, error) {
+	var rec Record
+	err := l.inSegment(offset, math.MaxInt64, func(seg *segment.Segment, _ int64) (err error) {
+		rec, buf, err = seg.ReadRecord(buf, offset)
+		return err
+	})
+	if err == errCaughtUp {
+		return Record{}, buf, fmt.Errorf("%w: offset %d is the end of the log", ErrOffsetOutOfRange, offset)
+	}
+	return rec, buf, err
+}

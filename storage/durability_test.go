@@ -479,3 +479,60 @@ func TestReadRecord(t *testing.T) {
 		})
 	}
 }
+
+// CloseUnflushed leaves no clean marker: the next Open recovers, and (the
+// page cache surviving, as in a process exit) every record is there.
+func TestCloseUnflushed(t *testing.T) {
+	dir := t.TempDir()
+	fsys := faultfs.New(vfs.Default)
+	opts := small()
+	opts.FS = fsys
+	l, err := Open(dir, opts)
+	require.NoError(t, err)
+	fill(t, l, 200, 5)
+	before := l.FlushedOffset()
+	fsys.Reset()
+	require.NoError(t, l.CloseUnflushed())
+	assert.Zero(t, fsys.Calls(faultfs.OpCreate|faultfs.OpRename), "no checkpoint, no marker")
+	assert.NoFileExists(t, filepath.Join(dir, cleanShutdownFile))
+	_, err = l.Append(Record{Value: []byte("x")})
+	assert.ErrorIs(t, err, ErrClosed)
+
+	l, err = Open(dir, small())
+	require.NoError(t, err)
+	defer l.Close()
+	assert.False(t, l.OpenStats().Clean)
+	assert.Less(t, before, int64(200), "records were left unflushed")
+	assert.Equal(t, int64(200), readAll(t, l, 0))
+}
+
+// BenchmarkClose: Close after 64 MiB of appends without fsync (it fsyncs
+// them) beside CloseUnflushed (it does not), in the same run.
+func BenchmarkClose(b *testing.B) {
+	batch := encodedBatch(b, 100, 1024)
+	for _, fast := range []bool{false, true} {
+		b.Run(map[bool]string{false: "close", true: "close-unflushed"}[fast], func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				l, err := Open(b.TempDir(), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for n := 0; n < (64<<20)/len(batch); n++ {
+					if _, err := l.AppendBatch(batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				if fast {
+					err = l.CloseUnflushed()
+				} else {
+					err = l.Close()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

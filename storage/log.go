@@ -277,10 +277,25 @@ func (l *Log) Stats() (Stats, error) {
 	return st, nil
 }
 
-// Close flushes the log, writes the recovery point and the clean-shutdown
-// marker, stops the background flusher and closes the files. Later calls
-// return ErrClosed; Close itself is idempotent.
-func (l *Log) Close() error {
+// Close makes the whole log durable and marks it cleanly closed, so that
+// the next Open reads no data: it fsyncs every record not yet fsynced (the
+// bulk of its time after many appends without Sync), the active
+// segment's trimmed indexes, and the checkpoints (recovery point, high
+// watermark, producer snapshot, leader epochs, the manifest), then writes
+// the clean-shutdown marker. It stops the background flusher and closes
+// the files. Later calls return ErrClosed; Close itself is idempotent.
+// CloseUnflushed is the fast alternative.
+func (l *Log) Close() error { return l.close(true) }
+
+// CloseUnflushed closes the log without fsyncing its records and without the
+// clean-shutdown marker: what was appended since the last fsync survives a
+// process exit (it is in the page cache) but not a power cut, and the
+// next Open recovers, rescanning from the recovery point, as after a
+// crash. For a process that must stop quickly after many appends without
+// Sync.
+func (l *Log) CloseUnflushed() error { return l.close(false) }
+
+func (l *Log) close(flush bool) error {
 	l.writeMu.Lock()
 	if l.closed.Swap(true) {
 		l.writeMu.Unlock()
@@ -298,6 +313,14 @@ func (l *Log) Close() error {
 
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
+	if !flush {
+		err := l.closeSegments()
+		l.lock.unlock()
+		if err != nil {
+			return fmt.Errorf("storage: close %s: %w", l.dir, err)
+		}
+		return nil
+	}
 	var err error
 	if l.failure() == nil {
 		err = l.flushLocked()

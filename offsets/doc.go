@@ -275,7 +275,10 @@
 // needs: it deletes segments below MinCommitted, so MinCommitted must
 // never run ahead of what a power cut keeps, or the records between the
 // surviving commit and the deleted segments would be lost. A write whose
-// write or fsync fails never reaches the state.
+// write or fsync fails never reaches the state of its store. (Another store
+// may read the whole records that a write wrote before it failed: its own
+// fsync makes them durable first; a commit that returned an error may or
+// may not have happened.)
 //
 //   - SyncAlways (default): Commit returns after an fsync covering its record,
 //     so a committer reads its own commit when Commit returns, and any store
@@ -291,10 +294,10 @@
 //     the commits of the last interval (still in the user-space buffer); a
 //     machine crash likewise. Reads lag commits by up to an interval.
 //   - SyncNever: the journal is written when the buffer fills and fsynced
-//     only on Sync, Close and compaction (or by a store that reads it). A
-//     process crash may lose buffered commits, and a machine crash may
-//     also lose what the OS had not written. Reads see a commit after the
-//     next Sync or compaction.
+//     only on Sync, Close and compaction (or by a store, this one or
+//     another, that fsyncs to read other stores' records). A process crash
+//     may lose buffered commits, and a machine crash may also lose what the
+//     OS had not written. Reads see a commit after the next such fsync.
 //
 // DeleteGroup, DeleteTopic, Subscribe and Unsubscribe are durable like a
 // commit, and visible like one: a group's interest (and its hold on

@@ -55,7 +55,7 @@ func (k FileKind) String() string {
 // File is an entry of the store's directory, as Files sees it.
 type File struct {
 	Name       string   // the entry's name in the directory
-	Kind       FileKind //
+	Kind       FileKind // what it is to the store
 	Generation uint64   // of a journal (from its name) or of the snapshot (from its header)
 	Size       int64    // in bytes
 	// Err is what is wrong with the entry: a file of the store that is a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,19 +56,7 @@ func TestHistogramEmptyClampAndMerge(t *testing.T) {
 	assert.Equal(t, time.Second, a.Latency().Max)
 }
 
-func TestParseAndFormatBytes(t *testing.T) {
-	for in, want := range map[string]int64{
-		"512": 512, "1KiB": 1024, "64MiB": 64 << 20, "1GiB": 1 << 30, "1gib": 1 << 30,
-		"2G": 2 << 30, "100MB": 100e6, "1.5MiB": 3 << 19, " 10 k ": 10 << 10,
-	} {
-		got, err := ParseBytes(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, got, in)
-	}
-	for _, bad := range []string{"", "MiB", "-1MiB", "1XB", "lots"} {
-		_, err := ParseBytes(bad)
-		assert.Error(t, err, bad)
-	}
+func TestFormatBytes(t *testing.T) {
 	assert.Equal(t, "512B", formatBytes(512))
 	assert.Equal(t, "1KiB", formatBytes(1024))
 	assert.Equal(t, "1.5MiB", formatBytes(3<<19))
@@ -163,34 +152,26 @@ func TestSuiteSelection(t *testing.T) {
 	assert.EqualValues(t, FullLogSize, c.LogSize)
 }
 
-func TestCommandUsage(t *testing.T) {
-	run := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := Command(args, &out, &errb)
-		return code, out.String(), errb.String()
+func TestConfigValidate(t *testing.T) {
+	require.NoError(t, Config{Producers: 8}.Validate())
+	for _, c := range []Config{
+		{Size: 10, Producers: 1}, {LogSize: 10, Producers: 1}, {Workloads: []string{"nope"}, Producers: 1},
+		{Duration: -time.Second, Producers: 1}, {Duration: time.Millisecond, Producers: 1}, {Producers: 0},
+	} {
+		assert.ErrorIs(t, c.Validate(), ErrUsage, "%+v", c)
 	}
-	code, out, _ := run("--help")
-	assert.Equal(t, 0, code)
-	assert.Contains(t, out, "Examples:")
-	assert.Contains(t, out, "seglog bench produce consume --size 1GiB")
-
-	for _, args := range [][]string{{"--bogus"}, {"--size", "big"}, {"--size", "10"}, {"nope"}, {"--duration", "-1s"}, {"--producers", "0"}} {
-		code, _, errOut := run(args...)
-		assert.Equal(t, 2, code, "%v", args)
-		assert.NotEmpty(t, errOut, "%v", args)
-	}
-	code, _, errOut := run("offsets", "--dir", "/proc/no/such/dir", "--quiet")
-	assert.Equal(t, 1, code, "a failure exits 1")
-	assert.Contains(t, errOut, "seglog bench:")
+	err := RunCommand(context.Background(), Config{Workloads: []string{"offsets"}, Dir: "/proc/no/such/dir", Producers: 1}, CommandOptions{Quiet: true}, io.Discard, io.Discard)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrUsage, "a failure is no usage error")
 }
 
 // TestCommandSmallRun runs two quick workloads end to end through
-// Command and checks the JSON holds their figures.
+// RunCommand and checks the JSON holds their figures.
 func TestCommandSmallRun(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	code := Command([]string{"produce", "consume", "--dir", dir, "--size", "2MiB", "--json"}, &out, &errb)
-	require.Equal(t, 0, code, errb.String())
+	err := RunCommand(context.Background(), Config{Workloads: []string{"produce", "consume"}, Dir: dir, Size: 2 << 20, Producers: 8}, CommandOptions{JSON: true}, &out, &errb)
+	require.NoError(t, err, errb.String())
 	assert.Contains(t, errb.String(), "bench: [1/")
 	var rep Report
 	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))

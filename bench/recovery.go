@@ -120,7 +120,7 @@ func (w Recovery) Run(ctx context.Context, env *Env) ([]Result, error) {
 		res.Bytes = records * recordSize
 		res.finish()
 		res.RecordsPerSec, res.MBPerSec = 0, 0 // the open time is the figure
-		res.Notes = append(res.Notes, fmt.Sprintf("%d segments found; an open includes removing the clean-shutdown marker", openStats.Segments))
+		res.Notes = append(res.Notes, fmt.Sprintf("%s found; an open includes removing the clean-shutdown marker", countOf(openStats.Segments, "segment")))
 		out = append(out, res)
 		_ = os.RemoveAll(dir)
 		env.progress.add(1)

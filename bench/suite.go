@@ -247,7 +247,11 @@ func addTargets(rep *Report, c Config) {
 	for i := range rep.Results {
 		r := &rep.Results[i]
 		if strings.HasPrefix(r.Name, "recovery-clean-") && r.Latency != nil {
-			r.target(fmt.Sprintf("open after clean close (%s, %s segments): p50 < 2 ms", paramValue(r, "log"), paramValue(r, "segments")), fmt.Sprintf("p50 %s, max %s", formatDuration(r.Latency.P50), formatDuration(r.Latency.Max)), r.Latency.P50 < 2*time.Millisecond)
+			segs := paramValue(r, "segments") + " segments"
+			if segs == "1 segments" {
+				segs = "1 segment"
+			}
+			r.target(fmt.Sprintf("open after clean close (%s, %s): p50 < 2 ms", paramValue(r, "log"), segs), fmt.Sprintf("p50 %s, max %s", formatDuration(r.Latency.P50), formatDuration(r.Latency.Max)), r.Latency.P50 < 2*time.Millisecond)
 		}
 	}
 	if r := find("recovery-unclean"); r != nil {

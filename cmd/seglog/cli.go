@@ -2,69 +2,45 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
-	"reflect"
-	"regexp"
 	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/storage"
 )
 
-// cli is one command's flag set, help text and error reporting.
+// cli is one run of one command: where it reports, and its flags.
 type cli struct {
-	name    string // "seglog dump"
-	usage   string // "seglog dump [flags] FILE..."
-	desc    string
-	example string
-	fs      *flag.FlagSet
-	e       *env
+	name string // "seglog dump"
+	cmd  *cobra.Command
+	e    *env
 }
 
-func newCLI(e *env, name, usage, desc, example string) *cli {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // we print errors and help ourselves
-	fs.Usage = func() {}
-	return &cli{name: name, usage: usage, desc: desc, example: example, fs: fs, e: e}
-}
-
-// help writes the command's full help.
-func (c *cli) help(w io.Writer) {
-	fmt.Fprintf(w, "Usage: %s\n\n%s\n", c.usage, strings.TrimSpace(c.desc))
-	var b strings.Builder
-	c.fs.VisitAll(func(f *flag.Flag) {
-		typ, usage := flag.UnquoteUsage(f)
-		if typ != "" {
-			typ = " " + typ
+// command builds a cobra command whose run reports its own errors and
+// returns an exit code. Flags are added to the returned command's Flags()
+// by the caller, bound to variables that run reads.
+func command(e *env, use, short, long, example string, run func(c *cli, args []string) int) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Long:    strings.TrimSpace(long),
+		Example: indent(strings.TrimSpace(example), "  "),
+		Args:    cobra.ArbitraryArgs,
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c := &cli{name: cmd.CommandPath(), cmd: cmd, e: e}
+		if code := run(c, args); code != exitOK {
+			return exitError(code)
 		}
-		fmt.Fprintf(&b, "  --%s%s\n", f.Name, typ)
-		fmt.Fprintf(&b, "        %s", strings.ReplaceAll(usage, "\n", "\n        "))
-		if !isZeroDefault(f) {
-			fmt.Fprintf(&b, " (default %s)", f.DefValue)
-		}
-		b.WriteString("\n")
-	})
-	if b.Len() > 0 {
-		fmt.Fprintf(w, "\nFlags:\n%s", b.String())
+		return nil
 	}
-	fmt.Fprintf(w, "\nExample:\n%s\n", indent(strings.TrimSpace(c.example), "  "))
-}
-
-func isZeroDefault(f *flag.Flag) bool {
-	switch f.DefValue {
-	case "", "0", "false", "0s":
-		return true
-	}
-	// A Value type's zero: compare with a fresh one.
-	t := reflect.TypeOf(f.Value)
-	if t.Kind() == reflect.Pointer {
-		z := reflect.New(t.Elem()).Interface().(flag.Value)
-		return z.String() == f.DefValue
-	}
-	return false
+	cmd.Flags().SortFlags = false
+	return cmd
 }
 
 func indent(s, prefix string) string {
@@ -77,64 +53,21 @@ func indent(s, prefix string) string {
 	return strings.Join(lines, "\n")
 }
 
-// parse parses flags and positional arguments, which may be mixed
-// (flags after a file name work, as operators expect); "--" ends flags.
-// ok is false when the command must stop and return code: after --help
-// (0, help on stdout) or a bad flag (2, the error and help on stderr).
-func (c *cli) parse(args []string) (pos []string, code int, ok bool) {
-	for {
-		err := c.fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			c.help(c.e.stdout)
-			return nil, exitOK, false
-		}
-		if err != nil {
-			return nil, c.usageErr("%s", dashDash(err.Error())), false
-		}
-		rest := c.fs.Args()
-		if len(rest) == 0 {
-			return pos, 0, true
-		}
-		consumed := len(args) - len(rest)
-		if consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, rest...), 0, true
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
+// sizeFlag adds a size flag (parseSize's syntax) to fs.
+func sizeFlag(fs *pflag.FlagSet, p *int64, name string, value int64, usage string) {
+	*p = value
+	fs.Var((*sizeValue)(p), name, usage)
 }
 
-// flagNameInMessage finds the flag name in the flag package's error
-// messages, which write it with one dash.
-var flagNameInMessage = regexp.MustCompile(`^(flag provided but not defined: |invalid value ".*" for flag |invalid boolean value ".*" for |flag needs an argument: )-([^-])`)
-
-// dashDash rewrites a flag package error message to name the flag with
-// two dashes, as the help and every other message do.
-func dashDash(msg string) string {
-	return flagNameInMessage.ReplaceAllString(msg, "$1--$2")
+// durationFlag adds a duration flag (parseDuration's syntax) to fs.
+func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var((*durationValue)(p), name, usage)
 }
 
-// usageErr reports bad usage: the message, then the help, on stderr; it
-// returns exit code 2.
-// required checks what every command checks first: no positional
-// argument (unexpected is the message, with %q for the argument), then the
-// required flags, given as name and value pairs. bad is true when it
-// reported a usage error; code is then the exit code.
-func (c *cli) required(pos []string, unexpected string, flags ...string) (code int, bad bool) {
-	if len(pos) > 0 {
-		return c.usageErr(unexpected, pos[0]), true
-	}
-	for i := 0; i+1 < len(flags); i += 2 {
-		if flags[i+1] == "" {
-			return c.usageErr("--%s is required", flags[i]), true
-		}
-	}
-	return exitOK, false
-}
-
+// usageErr reports bad usage and returns exit code 2.
 func (c *cli) usageErr(format string, args ...any) int {
-	fmt.Fprintf(c.e.stderr, "%s: %s\n\n", c.name, fmt.Sprintf(format, args...))
-	c.help(c.e.stderr)
+	fmt.Fprintf(c.e.stderr, "%s: %s\nRun '%s --help' for usage.\n", c.name, fmt.Sprintf(format, args...), c.name)
 	return exitUsage
 }
 
@@ -150,14 +83,22 @@ func (c *cli) warn(format string, args ...any) {
 }
 
 // isSet reports whether the flag was given on the command line.
-func (c *cli) isSet(name string) bool {
-	set := false
-	c.fs.Visit(func(f *flag.Flag) {
-		if f.Name == name {
-			set = true
+func (c *cli) isSet(name string) bool { return c.cmd.Flags().Changed(name) }
+
+// required checks what most commands check first: no positional argument
+// (unexpected is the message, with %q for the argument), then the
+// required flags, given as name and value pairs. bad is true when it
+// reported a usage error; code is then the exit code.
+func (c *cli) required(pos []string, unexpected string, flags ...string) (code int, bad bool) {
+	if len(pos) > 0 {
+		return c.usageErr(unexpected, pos[0]), true
+	}
+	for i := 0; i+1 < len(flags); i += 2 {
+		if flags[i+1] == "" {
+			return c.usageErr("--%s is required", flags[i]), true
 		}
-	})
-	return set
+	}
+	return exitOK, false
 }
 
 // requireDir checks that a data directory given with --dir exists, so that
@@ -185,9 +126,10 @@ func unwrapPathErr(err error) error {
 
 // openStore opens the data directory's Store with opts, creating the
 // directory when create is set (durably: the parent of every directory
-// created is fsynced). The store takes an exclusive lock on the directory
-// (storage.ErrLocked names a second process). On failure it reports and
-// returns a nil store and the exit code.
+// created is fsynced). A writable store takes an exclusive lock on the
+// directory; a read-only one (opts.Log.ReadOnly) takes none and changes
+// nothing. On failure it reports and returns a nil store and the exit
+// code.
 func openStore(c *cli, dir string, create bool, opts storage.StoreOptions) (*storage.Store, int) {
 	if create {
 		if err := vfs.MkdirAllDurable(c.e.fs, dir, vfs.DefaultDirMode); err != nil {
@@ -197,10 +139,19 @@ func openStore(c *cli, dir string, create bool, opts storage.StoreOptions) (*sto
 		return nil, c.fail("%v", err)
 	}
 	store, err := storage.OpenStore(dir, opts)
+	if errors.Is(err, storage.ErrLocked) {
+		return nil, c.fail("%s is in use by another process (a producer, a broker or another seglog command that writes): stop it first; listing commands work beside it", dir)
+	}
 	if err != nil {
 		return nil, c.fail("%v", err)
 	}
 	return store, exitOK
+}
+
+// openStoreReadOnly opens the data directory's Store read-only: no lock,
+// no recovery, no byte changed (beside a running writer too).
+func openStoreReadOnly(c *cli, dir string) (*storage.Store, int) {
+	return openStore(c, dir, false, storage.StoreOptions{Log: storage.Options{ReadOnly: true}})
 }
 
 // topicPartitions returns a topic's partition count, reporting an unknown
@@ -214,4 +165,20 @@ func topicPartitions(c *cli, store *storage.Store, dir, topic string) (n int, co
 		return 0, c.fail("%v", err), false
 	}
 	return n, exitOK, true
+}
+
+// partitionsOf returns the partitions a command works on: only p when p
+// is not -1 (after checking it exists), else all n.
+func partitionsOf(c *cli, topic string, n, p int) ([]int32, int, bool) {
+	if p >= 0 {
+		if p >= n {
+			return nil, c.fail("--partition %d: topic %s has partitions 0 to %d", p, topic, n-1), false
+		}
+		return []int32{int32(p)}, exitOK, true
+	}
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(i)
+	}
+	return out, exitOK, true
 }

@@ -204,14 +204,22 @@ func TestOffsetsLagAndReset(t *testing.T) {
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `g2\s+t\s+0\s+-\s+0\s+50\s+50\n`, r.stdout, "no commit: the whole partition")
 
-	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g1", "--topic", "t", "--to", "latest")
+	// A dry run by default: the plan, and nothing changed.
+	before := hashTree(t, root)
+	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g1", "--topic", "t", "--to-latest")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "t-1 reset to offset 50")
-	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g2", "--topic", "t", "--partition", "1", "--to", "7")
+	assert.Regexp(t, `g1\s+t\s+1\s+-\s+50\n`, r.stdout)
+	assert.Contains(t, r.stderr, "dry run: nothing was changed")
+	assert.Equal(t, before, hashTree(t, root), "a dry run changes no byte")
+	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g1", "--topic", "t", "--to-latest", "--execute")
 	require.Equal(t, 0, r.code, r.stderr)
-	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g2", "--topic", "t", "--to", "99")
-	assert.Equal(t, 1, r.code)
-	assert.Contains(t, r.stderr, "nothing was changed")
+	assert.Contains(t, r.stderr, "group g1: committed 2 offsets")
+	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g2", "--topic", "t", "--partition", "1", "--to-offset", "7", "--execute")
+	require.Equal(t, 0, r.code, r.stderr)
+	// Out of range: moved to the nearer end, and said so.
+	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g2", "--topic", "t", "--to-offset", "99")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `g2\s+t\s+1\s+7\s+50  \(99 is past the log end\)\n`, r.stdout)
 	r = seglog(t, "", "offsets", "--dir", root, "--max-lag", "50")
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `g1\s+t\s+0\s+50\s+0\s+50\s+0\n`, r.stdout)
@@ -220,6 +228,24 @@ func TestOffsetsLagAndReset(t *testing.T) {
 
 	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g2", "--topic", "t")
 	assert.Equal(t, 2, r.code)
+
+	// --shift-by from the committed offset, --all-topics of the group.
+	r = seglog(t, "", "offsets", "reset", "--dir", root, "--group", "g2", "--all-topics", "--shift-by", "-5", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `{"group":"g2","topic":"t","partition":1,"current":7,"new":2}`)
+	assert.Contains(t, r.stdout, `{"group":"g2","topic":"t","partition":0,"current":null,"new":0,"note":"(-5 is below the log start)"}`)
+
+	// offsets delete: one topic's offsets, then the group.
+	r = seglog(t, "", "offsets", "delete", "--dir", root, "--group", "g2", "--topic", "t")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = seglog(t, "", "offsets", "--dir", root, "--group", "g2")
+	assert.Equal(t, 1, r.code, "g2 reads no topic any more, so it is gone")
+	r = seglog(t, "", "offsets", "delete", "--dir", root, "--group", "g1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "group g1 deleted\n", r.stdout)
+	r = seglog(t, "", "offsets", "delete", "--dir", root, "--group", "g1")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "group g1 does not exist")
 }
 
 func TestRetentionDryRunAndReal(t *testing.T) {
@@ -260,7 +286,7 @@ func TestTopics(t *testing.T) {
 	makeLog(t, root, "b", 1, 2, 2, 0)
 	r = seglog(t, "", "topics", "--dir", root)
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Regexp(t, `a\s+2\s+1\s+0 B\s+0\s+0\s+0\n`, r.stdout)
+	assert.Regexp(t, `a\s+2\s+0\s+0 B\s+0\s+0\s+0\n`, r.stdout, "listing opens read-only: no segment is created")
 	assert.Regexp(t, `b\s+0\s+1\s+\d+ B\s+0\s+4\s+4\n`, r.stdout)
 	r = seglog(t, "", "topics", "delete", "--dir", root, "--topic", "a")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -275,7 +301,7 @@ func TestTopics(t *testing.T) {
 }
 
 func TestHelpAndUsage(t *testing.T) {
-	cmds := []string{"dump", "verify", "produce", "consume", "offsets", "retention", "topics", "bench"}
+	cmds := []string{"dump", "verify", "produce", "consume", "offsets", "retention", "topics", "describe", "queue", "bench", "version"}
 	for _, c := range cmds {
 		for _, args := range [][]string{{c, "--help"}, {c, "-h"}, {"help", c}} {
 			r := seglog(t, "", args...)
@@ -284,7 +310,7 @@ func TestHelpAndUsage(t *testing.T) {
 			assert.Contains(t, r.stdout, "seglog "+c, "%v", args)
 		}
 	}
-	for _, args := range [][]string{{"offsets", "reset", "--help"}, {"topics", "create", "--help"}, {"topics", "delete", "--help"}} {
+	for _, args := range [][]string{{"offsets", "reset", "--help"}, {"offsets", "delete", "--help"}, {"topics", "create", "--help"}, {"topics", "alter", "--help"}, {"topics", "delete", "--help"}} {
 		r := seglog(t, "", args...)
 		assert.Equal(t, 0, r.code, "%v", args)
 		assert.Contains(t, r.stdout, "Example", "%v", args)
@@ -302,32 +328,50 @@ func TestHelpAndUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "Usage: seglog COMMAND"},
+		{nil, "Usage:"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
-		{[]string{"--verbose"}, "unknown flag"},
-		{[]string{"help", "frobnicate"}, "unknown command"},
-		{[]string{"dump", "--bogus", "x.log"}, "flag provided but not defined: --bogus"},
-		{[]string{"consume", "--dir", dir, "--topic", "t", "--max", "x"}, `invalid value "x" for flag --max`},
-		{[]string{"dump", "--json=maybe", "x.log"}, `invalid boolean value "maybe" for --json`},
+		{[]string{"--verbose"}, "unknown flag: --verbose"},
+		{[]string{"dump", "--bogus", "x.log"}, "unknown flag: --bogus"},
+		{[]string{"dump", "-bogus", "x.log"}, "unknown flag -bogus: long flags take two dashes (--bogus)"},
+		{[]string{"consume", "--dir", dir, "--topic", "t", "--max", "x"}, `invalid argument "x" for "--max" flag: not a whole number`},
+		{[]string{"dump", "--json=maybe", "x.log"}, `invalid argument "maybe" for "--json" flag`},
 		{[]string{"consume", "--dir"}, "flag needs an argument: --dir"},
-		{[]string{"produce", "--dir", dir, "--topic", "t", "--batch-bytes", "lots"}, `invalid value "lots" for flag --batch-bytes: want a size in bytes`},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--batch-bytes", "lots"}, `invalid argument "lots" for "--batch-bytes" flag: want a size like`},
+		{[]string{"retention", "--dir", dir, "--max-age", "60"}, `invalid argument "60" for "--max-age" flag: want a duration like 500ms, 90m, 1h30m or 7d`},
 		{[]string{"produce", "--dir", dir, "--topic", "t", "--batch-bytes", "0"}, "--batch-bytes 0: want at least 1 byte"},
 		{[]string{"produce", "--dir", dir, "--topic", "t", "--batch-bytes", "17MiB"}, "--batch-bytes 17MiB: at most 16MiB"},
 		{[]string{"produce", "--dir", dir, "--topic", "t", "--batch-bytes", "16777217"}, "--batch-bytes 16777217: at most 16MiB"},
 		{[]string{"dump"}, "no FILE given"},
-		{[]string{"dump", "--max-value-bytes", "x", "a.log"}, "invalid value"},
-		{[]string{"verify", "a", "b"}, "exactly one DIR"},
+		{[]string{"dump", "--max-value-bytes", "x", "a.log"}, "not a whole number"},
+		{[]string{"verify", "a", "b"}, "want one DIR (or --dir DIR), got 2"},
+		{[]string{"verify", "--dir", "a", "b"}, "want one DIR (or --dir DIR), got 2"},
 		{[]string{"produce", "--topic", "t"}, "--dir is required"},
 		{[]string{"produce", "--dir", dir}, "--topic is required"},
-		{[]string{"produce", "--dir", dir, "--topic", "t", "--sync", "sometimes"}, "--sync"},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--sync", "sometimes"}, `--sync "sometimes": want never, every-n, interval, always`},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--sync", "none"}, `--sync "none": want never, every-n, interval, always`},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--format", "json", "--key-separator", ":"}, "--key-separator goes with --format text"},
+		{[]string{"topics", "create", "--dir", dir, "--topic", "t", "--sync", "sometimes"}, `--sync "sometimes"`},
+		{[]string{"topics", "create", "--dir", dir, "--topic", "t", "--segment-bytes", "64M"}, `want a size like`},
+		{[]string{"topics", "create", "--dir", dir, "--topic", "t", "--segment-bytes", "10"}, `segment bytes 10 under`},
+		{[]string{"describe", "--dir", dir}, "--topic is required"},
+		{[]string{"consume", "--dir", dir, "--topic", "t", "--from", "-x"}, "--from"},
+		{[]string{"consume", "--dir", dir, "--topic", "t", "--format", "%z"}, "unknown token %z"},
+		{[]string{"consume", "--dir", dir, "--topic", "t", "--format", "json", "--print-key"}, "go with --format text"},
 		{[]string{"produce", "--dir", dir, "--topic", "t", "--compression", "lz5"}, "--compression"},
 		{[]string{"produce", "--dir", dir, "--topic", "bad/name"}, "invalid topic"},
 		{[]string{"consume", "--dir", dir, "--topic", "t", "--format", "xml"}, "--format"},
 		{[]string{"consume", "--dir", dir, "--topic", "t", "--commit-first"}, "needs --group"},
 		{[]string{"offsets"}, "--dir is required"},
-		{[]string{"offsets", "reset", "--dir", dir, "--group", "g", "--topic", "t", "--to", "soon"}, "--to"},
+		{[]string{"offsets", "reset", "--dir", dir, "--group", "g", "--topic", "t", "--to-datetime", "soon"}, "--to-datetime"},
+		{[]string{"offsets", "reset", "--dir", dir, "--group", "g", "--topic", "t"}, "give one of --to-earliest"},
+		{[]string{"offsets", "reset", "--dir", dir, "--group", "g", "--topic", "t", "--to-earliest", "--to-latest"}, "give one of --to-earliest"},
+		{[]string{"offsets", "reset", "--dir", dir, "--group", "g", "--to-earliest"}, "give --topic T or --all-topics"},
+		{[]string{"offsets", "delete", "--dir", dir}, "--group is required"},
+		{[]string{"version", "x"}, "unexpected argument"},
 		{[]string{"topics", "--dir", dir, "rename"}, "unknown subcommand"},
-		{[]string{"bench", "--bogus"}, ""},
+		{[]string{"bench", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"bench", "nope"}, "unknown workload"},
+		{[]string{"bench", "--size", "10"}, "--size 10: want at least 1MiB"},
 	} {
 		r := seglog(t, "", tc.args...)
 		assert.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
@@ -341,7 +385,10 @@ func TestMissingDirectoryIsAClearError(t *testing.T) {
 	for _, args := range [][]string{
 		{"consume", "--dir", missing, "--topic", "t"},
 		{"offsets", "--dir", missing},
-		{"offsets", "reset", "--dir", missing, "--group", "g", "--topic", "t", "--to", "0"},
+		{"offsets", "reset", "--dir", missing, "--group", "g", "--topic", "t", "--to-offset", "0"},
+		{"describe", "--dir", missing, "--topic", "t"},
+		{"topics", "alter", "--dir", missing, "--topic", "t", "--retention-age", "1d"},
+		{"dump", "--dir", missing, "--topic", "t"},
 		{"retention", "--dir", missing, "--max-age", "1h"},
 		{"topics", "--dir", missing},
 		{"topics", "delete", "--dir", missing, "--topic", "t"},
@@ -350,6 +397,7 @@ func TestMissingDirectoryIsAClearError(t *testing.T) {
 		r := seglog(t, "", args...)
 		assert.Equal(t, 1, r.code, "%v", args)
 		assert.Contains(t, r.stderr, missing+": no such file or directory", "%v", args)
+		assert.NotContains(t, r.stderr, "corrupt", "%v", args)
 		_, err := os.Stat(missing)
 		assert.True(t, os.IsNotExist(err), "%v created the directory", args)
 	}
@@ -366,7 +414,7 @@ func TestDirectoryLockedByAnotherProcess(t *testing.T) {
 	defer held.Close()
 	r := seglog(t, "x\n", "produce", "--dir", root, "--topic", "t")
 	assert.Equal(t, 1, r.code)
-	assert.Contains(t, r.stderr, "in use by another seglog process")
+	assert.Contains(t, r.stderr, "is in use by another process")
 	// Read-only commands do not take the lock.
 	r = seglog(t, "", "verify", root)
 	assert.Equal(t, 0, r.code, r.stderr)

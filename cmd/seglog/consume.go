@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,193 +15,248 @@ import (
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
+	"github.com/spf13/cobra"
 )
 
 const consumeDesc = `
 Print the records of a topic: all partitions in order (partition 0 first),
 or only --partition P. Without --follow it stops at the end of the log.
+It reads the logs read-only, without taking the data directory's lock, so
+it works beside a producer or broker that writes them. Any number of
+consumers may run at once, of different groups or of one group on
+different partitions: they share the offset store.
 
-Where to start, per partition:
-  --from earliest    the log start (default)
-  --from latest      the log end: only records appended from now on
-  --from OFFSET      an offset, e.g. 1234
-  --from TIMESTAMP   the first record at or after a time, written either as
-                     RFC 3339 (2024-05-01T12:00:00Z, 2024-05-01T14:00:00+02:00)
-                     or as milliseconds since the Unix epoch with an "ms:"
-                     prefix (ms:1714564800000)
+Where to start, per partition (--from):
+  earliest     the log start (default)
+  latest       the log end: only records appended from now on
+  OFFSET       an offset, e.g. 1234
+  -N           the last N records of each partition, e.g. -10
+  -DURATION    records from that long ago on, e.g. -1h, -30m, -7d
+  TIME         the first record at or after a time: RFC 3339
+               (2024-05-01T12:00:00Z), a local time (2024-05-01T14:00:00)
+               or milliseconds since the epoch after "ms:" (ms:1714564800000)
 With --group G, a partition where G has a committed offset starts there
-(--from applies only to partitions without a commit), and the next offset
-is committed after the records are printed and flushed (at-least-once: a
-crash may print a record again); --commit-first commits before printing
-(at-most-once: a crash may skip records). A committed offset below the
-log start (retention deleted those records) is reported on stderr and
-reset to the start; one past the end is reset to the end.
+(--from applies only to partitions without a commit), and the starting
+position of every partition without a commit is committed first, so that
+the group holds its place (--from latest then means "from when I first
+ran"). After each chunk of records is printed and flushed, the next offset
+is committed (at least once: a crash may print a record again);
+--commit-first commits before printing (at most once: a crash may skip
+records). A committed offset below the log start (retention deleted those
+records) is reported on stderr and reset to the start; one past the end
+is reset to the end.
 
-Output: --format text prints each value as raw bytes and a newline (with
---key-separator S: key, S, value; a null key prints as nothing), the input
-format of seglog produce. --format json prints one object per line:
-{"partition","offset","timestamp","key","value","headers"}; timestamp is
-ms since the epoch; key and value are JSON strings when they are valid
-UTF-8, else base64 with "key_encoding"/"value_encoding": "base64"; null is
-null; headers is a list of {"key","value"}.
+Output (--format):
+  text     the value, then --delimiter (default a newline; '\0' for NUL).
+           --print-timestamp, --print-headers and --print-key put the
+           timestamp (ms since the epoch), the headers (k=v,k=v) and the
+           key before it, each followed by --key-separator (default a tab;
+           giving --key-separator alone implies --print-key). A null key
+           prints as nothing. This is the input format of seglog produce.
+  json     one object per line: {"partition","offset","timestamp","key",
+           "value","headers"}; key and value are JSON strings when they are
+           valid UTF-8, else base64 with "key_encoding"/"value_encoding":
+           "base64"; null is null; headers is a list of {"key","value"}.
+           seglog produce --format json reads it back.
+  FORMAT   any string with kcat's -f tokens, written as is for each record
+           (end it with \n): %t topic, %p partition, %o offset, %T timestamp
+           (ms), %k key, %K key length (-1: null), %v or %s value (kcat
+           calls it %s), %S value length (-1: null), %h headers (k=v,k=v),
+           %% a percent sign; \n \t \r \0 \\ are escapes.
 
---follow waits for new records until Ctrl-C or SIGTERM, then exits 0. It
-reads the logs read-only, without taking the data directory's lock, so it
-follows what another process (a running seglog produce, a broker)
-appends, also to partitions that held no record when it started. If
-following fails (the topic is deleted meanwhile), it says so and exits 1.`
+--follow waits for new records until Ctrl-C or SIGTERM, then exits 0,
+also on partitions that held no record when it started. If following
+fails (the topic is deleted meanwhile), it says so and exits 1.`
 
 const consumeExample = `
 seglog consume --dir /var/lib/seglog --topic events --format json --max 10
-seglog consume --dir /var/lib/seglog --topic events --group audit --from ms:1714564800000 --key-separator :
-seglog consume --dir /var/lib/seglog --topic events --partition 2 --from 2024-05-01T12:00:00Z --follow`
+seglog consume --dir /var/lib/seglog --topic events --from -1h --print-key --print-timestamp
+seglog consume --dir /var/lib/seglog --topic events --group audit --from latest --follow
+seglog consume --dir /var/lib/seglog --topic events --format '%p/%o %k=%v\n' --from -5
+seglog consume --dir /var/lib/seglog --topic events --delimiter '\0' | xargs -0 -n1 handle`
 
-type fromKind int
-
-const (
-	fromEarliest fromKind = iota
-	fromLatest
-	fromOffset
-	fromTime
-)
-
-type fromSpec struct {
-	kind fromKind
-	v    int64
+// outputFormat is how consume prints a record.
+type outputFormat struct {
+	json              bool
+	tokens            []formatToken // a FORMAT string
+	printKey, printTS bool
+	printHeaders      bool
+	sep, delim        string
+	topic             string
+	scratch           []byte
 }
 
-func parseFrom(s string) (fromSpec, error) {
-	switch s {
-	case "earliest":
-		return fromSpec{kind: fromEarliest}, nil
-	case "latest":
-		return fromSpec{kind: fromLatest}, nil
-	}
-	if ms, ok := strings.CutPrefix(s, "ms:"); ok {
-		v, err := strconv.ParseInt(ms, 10, 64)
-		if err != nil {
-			return fromSpec{}, fmt.Errorf("--from %q: want milliseconds since the epoch after ms:", s)
+// formatToken is a literal or one % token of a FORMAT string.
+type formatToken struct {
+	lit  string
+	verb byte // 0: lit
+}
+
+// parseFormat parses a kcat-style FORMAT string.
+func parseFormat(f string) ([]formatToken, error) {
+	var toks []formatToken
+	var lit []byte
+	flush := func() {
+		if len(lit) > 0 {
+			toks = append(toks, formatToken{lit: string(lit)})
+			lit = nil
 		}
-		return fromSpec{kind: fromTime, v: v}, nil
 	}
-	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if v < 0 {
-			return fromSpec{}, fmt.Errorf("--from %d: a negative offset", v)
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		switch {
+		case c == '%':
+			if i == len(f)-1 {
+				return nil, fmt.Errorf("--format %q ends with a lone %%", f)
+			}
+			i++
+			switch v := f[i]; v {
+			case '%':
+				lit = append(lit, '%')
+			case 't', 'p', 'o', 'T', 'k', 'K', 'v', 's', 'S', 'h':
+				flush()
+				toks = append(toks, formatToken{verb: v})
+			default:
+				return nil, fmt.Errorf("--format %q: unknown token %%%c (want %%t %%p %%o %%T %%k %%K %%v %%s %%S %%h %%%%)", f, v)
+			}
+		case c == '\\' && i < len(f)-1:
+			u, err := unescape(f[i : i+2])
+			if err != nil {
+				return nil, err
+			}
+			lit = append(lit, u...)
+			i++
+		default:
+			lit = append(lit, c)
 		}
-		return fromSpec{kind: fromOffset, v: v}, nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return fromSpec{kind: fromTime, v: t.UnixMilli()}, nil
-	}
-	return fromSpec{}, fmt.Errorf("--from %q: want earliest, latest, an offset, an RFC 3339 time or ms:MILLISECONDS", s)
+	flush()
+	return toks, nil
 }
 
-// resolve returns the offset where spec starts on l.
-func (f fromSpec) resolve(l *storage.Log) (int64, error) {
-	switch f.kind {
-	case fromLatest:
-		return l.EndOffset(), nil
-	case fromOffset:
-		return f.v, nil
-	case fromTime:
-		return l.OffsetForTime(f.v)
-	}
-	return l.StartOffset(), nil
+func consumeCommand(e *env) *cobra.Command {
+	var dir, topic, fromStr, group, format, keySep, delim string
+	var partition int
+	var commitFirst, follow, printKey, printTS, printHeaders bool
+	var maxN int64
+	cmd := command(e, "consume", "print records of a topic, optionally as a consumer group", consumeDesc, consumeExample,
+		func(c *cli, pos []string) int {
+			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "topic", topic); bad {
+				return code
+			}
+			out := outputFormat{printKey: printKey || c.isSet("key-separator"), printTS: printTS, printHeaders: printHeaders, topic: topic}
+			var err error
+			if out.sep, err = unescape(keySep); err != nil {
+				return c.usageErr("--key-separator %v", err)
+			}
+			if out.delim, err = unescape(delim); err != nil {
+				return c.usageErr("--delimiter %v", err)
+			}
+			switch {
+			case format == "json":
+				out.json = true
+			case format == "text":
+			case strings.Contains(format, "%"):
+				if out.tokens, err = parseFormat(format); err != nil {
+					return c.usageErr("%v", err)
+				}
+			default:
+				return c.usageErr("--format %q: want text, json, or a FORMAT string with %% tokens (see --help)", format)
+			}
+			switch {
+			case maxN < 0:
+				return c.usageErr("--max %d is negative", maxN)
+			case commitFirst && group == "":
+				return c.usageErr("--commit-first needs --group")
+			case partition < -1:
+				return c.usageErr("--partition %d: want a partition number", partition)
+			case (out.json || out.tokens != nil) && (out.printKey || printTS || printHeaders || c.isSet("delimiter")):
+				return c.usageErr("--print-key, --print-timestamp, --print-headers, --key-separator and --delimiter go with --format text")
+			}
+			if err := storage.ValidateTopic(topic); err != nil {
+				return c.usageErr("%v", err)
+			}
+			from, err := parseFrom(fromStr, time.Now())
+			if err != nil {
+				return c.usageErr("%v", err)
+			}
+			return runConsume(c, dir, topic, partition, from, group, commitFirst, maxN, follow, out)
+		})
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "data directory (required)")
+	f.StringVar(&topic, "topic", "", "topic (required)")
+	f.IntVar(&partition, "partition", -1, "read only this partition (-1: all)")
+	f.StringVar(&fromStr, "from", "earliest", "where to start: earliest, latest, OFFSET, -N, -DURATION, TIME (see above)")
+	f.StringVar(&group, "group", "", "consumer group: start from its committed offsets and commit as records are printed")
+	f.BoolVar(&commitFirst, "commit-first", false, "with --group, commit before printing (at most once) instead of after (at least once)")
+	f.Int64Var(&maxN, "max", 0, "stop after this many records (0: no limit)")
+	f.BoolVar(&follow, "follow", false, "at the end of the log, wait for new records until interrupted")
+	f.StringVar(&format, "format", "text", "text, json, or a FORMAT string like '%p %o %k=%v\\n' (see above)")
+	f.BoolVar(&printKey, "print-key", false, "text format: print the key and --key-separator before the value")
+	f.BoolVar(&printTS, "print-timestamp", false, "text format: print the timestamp (ms since the epoch) and --key-separator first")
+	f.BoolVar(&printHeaders, "print-headers", false, "text format: print the headers (k=v,k=v) and --key-separator before the key")
+	f.StringVar(&keySep, "key-separator", "\\t", "text format: what follows the timestamp, headers and key")
+	f.StringVar(&delim, "delimiter", "\\n", "text format: what follows each record ('\\0' for NUL)")
+	completeTopics(cmd, &dir)
+	completeValues(cmd, "format", []string{"text", "json"})
+	return cmd
 }
 
-func runConsume(e *env, args []string) int {
-	c := newCLI(e, "seglog consume", "seglog consume --dir DIR --topic T [flags]", consumeDesc, consumeExample)
-	dir := c.fs.String("dir", "", "data directory (required)")
-	topic := c.fs.String("topic", "", "topic (required)")
-	partition := c.fs.Int("partition", -1, "read only this partition (-1: all)")
-	fromStr := c.fs.String("from", "earliest", "where to start: earliest, latest, OFFSET, RFC 3339 TIMESTAMP or ms:MILLISECONDS")
-	group := c.fs.String("group", "", "consumer group: start from its committed offsets and commit as records are printed")
-	commitFirst := c.fs.Bool("commit-first", false, "with --group, commit before printing (at-most-once) instead of after (at-least-once)")
-	maxN := c.fs.Int64("max", 0, "stop after this many records (0: no limit)")
-	follow := c.fs.Bool("follow", false, "at the end of the log, wait for new records until interrupted")
-	format := c.fs.String("format", "text", "output format: text or json")
-	keySep := c.fs.String("key-separator", "", "text format: print the key and this separator before the value")
-	pos, code, ok := c.parse(args)
-	if !ok {
-		return code
-	}
-	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir, "topic", *topic); bad {
-		return code
-	}
-	switch {
-	case *format != "text" && *format != "json":
-		return c.usageErr("--format %q: want text or json", *format)
-	case *maxN < 0:
-		return c.usageErr("--max %d is negative", *maxN)
-	case *commitFirst && *group == "":
-		return c.usageErr("--commit-first needs --group")
-	case *partition < -1:
-		return c.usageErr("--partition %d: want a partition number", *partition)
-	}
-	if err := storage.ValidateTopic(*topic); err != nil {
-		return c.usageErr("%v", err)
-	}
-	from, err := parseFrom(*fromStr)
-	if err != nil {
-		return c.usageErr("%v", err)
-	}
+func runConsume(c *cli, dir, topic string, partition int, from fromSpec, group string, commitFirst bool, maxN int64, follow bool, out outputFormat) int {
+	e := c.e
 	// Read-only: consume changes nothing in the logs and takes no lock,
 	// so it can follow a log that a producer process is writing.
-	store, code := openStore(c, *dir, false, storage.StoreOptions{Log: storage.Options{ReadOnly: true}})
+	store, code := openStoreReadOnly(c, dir)
 	if store == nil {
 		return code
 	}
 	defer store.Close()
-	n, code, ok := topicPartitions(c, store, *dir, *topic)
+	n, code, ok := topicPartitions(c, store, dir, topic)
 	if !ok {
 		return code
 	}
-	var parts []int32
-	if *partition >= 0 {
-		if *partition >= n {
-			return c.fail("--partition %d: topic %s has partitions 0 to %d", *partition, *topic, n-1)
-		}
-		parts = []int32{int32(*partition)}
-	} else {
-		for p := range n {
-			parts = append(parts, int32(p))
-		}
+	parts, code, ok := partitionsOf(c, topic, n, partition)
+	if !ok {
+		return code
 	}
 	var ost *offsets.Store
-	if *group != "" {
-		if ost, err = openOffsets(*dir); err != nil {
+	if group != "" {
+		var err error
+		if ost, err = openOffsets(dir); err != nil {
 			return c.fail("%v", err)
 		}
 		defer ost.Close()
 	}
 	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cs := &consumer{c: c, topic: *topic, group: *group, ost: ost, commitFirst: *commitFirst, max: *maxN,
-		json: *format == "json", sep: *keySep, w: bufio.NewWriterSize(e.stdout, 64<<10)}
-	if *keySep != "" {
-		cs.useSep = true
-	}
+	cs := &consumer{c: c, topic: topic, group: group, ost: ost, commitFirst: commitFirst, max: maxN,
+		out: out, w: bufio.NewWriterSize(e.stdout, 64<<10)}
+	var starts []offsets.Commit
 	for _, p := range parts {
-		l, err := store.Log(*topic, p)
+		l, err := store.Log(topic, p)
 		if err != nil {
 			return c.fail("%v", err)
 		}
-		start, err := cs.startOffset(l, p, from)
+		start, committed, err := cs.startOffset(l, p, from)
 		if err != nil {
-			return c.fail("%s: %v", storage.PartitionDir(*topic, p), err)
+			return c.fail("%s: %v", storage.PartitionDir(topic, p), err)
 		}
-		cs.parts = append(cs.parts, &partReader{p: p, l: l, r: l.NewReader(start), pos: start, committed: -1})
+		pr := &partReader{p: p, l: l, r: l.NewReader(start), pos: start, committed: -1}
+		if committed {
+			pr.committed = start
+		} else if ost != nil {
+			starts = append(starts, offsets.Commit{Topic: topic, Partition: p, Offset: start})
+			pr.committed = start
+		}
+		cs.parts = append(cs.parts, pr)
 	}
-	return cs.run(ctx, *follow)
-}
-
-// openOffsets opens the data directory's consumer offset store.
-func openOffsets(dir string) (*offsets.Store, error) {
-	st, err := offsets.Open(filepath.Join(dir, "offsets"), offsets.Options{})
-	if errors.Is(err, offsets.ErrLocked) {
-		return nil, fmt.Errorf("the offset store %s is in use by another process", filepath.Join(dir, "offsets"))
+	// The group holds its place on every partition it reads from now on.
+	if len(starts) > 0 {
+		if err := ost.CommitBatch(group, starts); err != nil {
+			return c.fail("commit the starting positions of group %s: %v", group, err)
+		}
 	}
-	return st, err
+	return cs.run(ctx, follow)
 }
 
 type partReader struct {
@@ -220,15 +274,15 @@ type consumer struct {
 	ost         *offsets.Store
 	commitFirst bool
 	max         int64
-	json        bool
-	sep         string
-	useSep      bool
+	out         outputFormat
 	w           *bufio.Writer
 	parts       []*partReader
 	printed     int64
 }
 
-func (cs *consumer) startOffset(l *storage.Log, p int32, from fromSpec) (int64, error) {
+// startOffset returns where to start reading partition p, and whether
+// that is the group's committed offset.
+func (cs *consumer) startOffset(l *storage.Log, p int32, from fromSpec) (int64, bool, error) {
 	name := storage.PartitionDir(cs.topic, p)
 	start, end := l.StartOffset(), l.EndOffset()
 	if cs.ost != nil {
@@ -236,19 +290,19 @@ func (cs *consumer) startOffset(l *storage.Log, p int32, from fromSpec) (int64, 
 		switch {
 		case err == nil && pos.Offset < start:
 			cs.c.warn("group %s: committed offset %d on %s is below the log start %d (retention deleted those records): resetting to %d", cs.group, pos.Offset, name, start, start)
-			return start, nil
+			return start, false, nil
 		case err == nil && pos.Offset > end:
 			cs.c.warn("group %s: committed offset %d on %s is past the log end %d: resetting to %d", cs.group, pos.Offset, name, end, end)
-			return end, nil
+			return end, false, nil
 		case err == nil:
-			return pos.Offset, nil
+			return pos.Offset, true, nil
 		case !errors.Is(err, offsets.ErrNoCommit):
-			return 0, err
+			return 0, false, err
 		}
 	}
-	off, err := from.resolve(l)
+	off, err := from.resolve(l, -1)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	switch {
 	case off < start:
@@ -258,7 +312,7 @@ func (cs *consumer) startOffset(l *storage.Log, p int32, from fromSpec) (int64, 
 		cs.c.warn("offset %d on %s is past the log end %d: starting at %d", off, name, end, end)
 		off = end
 	}
-	return off, nil
+	return off, false, nil
 }
 
 const consumeChunk = 500
@@ -381,17 +435,79 @@ func cloneBytes(b []byte) []byte {
 }
 
 func (cs *consumer) print(p int32, r *storage.Record) error {
-	if cs.json {
+	o := &cs.out
+	switch {
+	case o.json:
 		rj := newRecordJSON(r, 0)
 		rj.Partition = &p
 		return writeJSONLine(cs.w, rj)
+	case o.tokens != nil:
+		b := o.scratch[:0]
+		for _, t := range o.tokens {
+			switch t.verb {
+			case 0:
+				b = append(b, t.lit...)
+			case 't':
+				b = append(b, o.topic...)
+			case 'p':
+				b = strconv.AppendInt(b, int64(p), 10)
+			case 'o':
+				b = strconv.AppendInt(b, r.Offset, 10)
+			case 'T':
+				b = strconv.AppendInt(b, r.Timestamp, 10)
+			case 'k':
+				b = append(b, r.Key...)
+			case 'K':
+				b = strconv.AppendInt(b, bytesLen(r.Key), 10)
+			case 'v', 's':
+				b = append(b, r.Value...)
+			case 'S':
+				b = strconv.AppendInt(b, bytesLen(r.Value), 10)
+			case 'h':
+				b = appendHeaders(b, r.Headers)
+			}
+		}
+		o.scratch = b
+		_, err := cs.w.Write(b)
+		return err
 	}
-	if cs.useSep {
+	if o.printTS {
+		cs.w.WriteString(strconv.FormatInt(r.Timestamp, 10))
+		cs.w.WriteString(o.sep)
+	}
+	if o.printHeaders {
+		o.scratch = appendHeaders(o.scratch[:0], r.Headers)
+		cs.w.Write(o.scratch)
+		cs.w.WriteString(o.sep)
+	}
+	if o.printKey {
 		cs.w.Write(r.Key)
-		cs.w.WriteString(cs.sep)
+		cs.w.WriteString(o.sep)
 	}
 	cs.w.Write(r.Value)
-	return cs.w.WriteByte('\n')
+	_, err := cs.w.WriteString(o.delim)
+	return err
+}
+
+// bytesLen is len(b), or -1 for nil (a null key or value).
+func bytesLen(b []byte) int64 {
+	if b == nil {
+		return -1
+	}
+	return int64(len(b))
+}
+
+// appendHeaders appends headers as kcat prints them: k=v,k=v.
+func appendHeaders(b []byte, hs []segment.RecordHeader) []byte {
+	for i, h := range hs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, h.Key...)
+		b = append(b, '=')
+		b = append(b, h.Value...)
+	}
+	return b
 }
 
 // waitAny waits until any partition has a record at its position, or ctx

@@ -4,15 +4,20 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
+	"path/filepath"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/storage"
 )
 
 const dumpDesc = `
-Print what is in segment files, read-only:
+Print what is in segment files, read-only: the FILEs named, or with --dir
+every .log of a partition directory (--dir DATA/orders-0), or of a topic's
+partitions (--dir DATA --topic orders [--partition 0]), in offset order.
   .log        one line per batch: base and last offset, position, size,
               record count, codec, timestamps (ms since the epoch),
               producer fields, leader epoch, checksum and whether it is valid;
@@ -32,7 +37,8 @@ base64 with "key_encoding"/"value_encoding": "base64"; null is null.`
 
 const dumpExample = `
 seglog dump data/orders-0/00000000000000000000.log
-seglog dump --records --max-value-bytes 64 data/orders-0/00000000000368769.log
+seglog dump --records --max-value-bytes 64 data/orders-0/00000000000000368769.log
+seglog dump --dir data --topic orders --partition 0 --verify-index
 seglog dump --verify-index --json data/orders-0/*.log | jq 'select(.type=="error")'`
 
 type dumpOptions struct {
@@ -42,40 +48,101 @@ type dumpOptions struct {
 	json        bool
 }
 
-func runDump(e *env, args []string) int {
-	c := newCLI(e, "seglog dump", "seglog dump [flags] FILE...", dumpDesc, dumpExample)
+func dumpCommand(e *env) *cobra.Command {
 	var o dumpOptions
-	c.fs.BoolVar(&o.records, "records", false, "print every record of each batch of a .log")
-	c.fs.IntVar(&o.maxValue, "max-value-bytes", 256, "cut keys, values and header values longer than this in --records output (0: never)")
-	c.fs.BoolVar(&o.verifyIndex, "verify-index", false, "check that each index entry points at the start of a batch with that offset and that the time index agrees with the batches")
-	c.fs.BoolVar(&o.json, "json", false, "print JSON lines instead of text")
-	files, code, ok := c.parse(args)
-	if !ok {
-		return code
+	var dir, topic string
+	var partition int
+	cmd := command(e, "dump [flags] FILE...", "print the batches, records or entries of .log, .index and .timeindex files (read-only)", dumpDesc, dumpExample,
+		func(c *cli, files []string) int {
+			if dir == "" && len(files) == 0 {
+				return c.usageErr("no FILE given (or --dir)")
+			}
+			if dir == "" && (topic != "" || partition >= 0) {
+				return c.usageErr("--topic and --partition need --dir")
+			}
+			if o.maxValue < 0 {
+				return c.usageErr("--max-value-bytes %d is negative", o.maxValue)
+			}
+			for _, f := range files {
+				if !strings.HasSuffix(f, segment.LogSuffix) && !strings.HasSuffix(f, segment.IndexSuffix) && !strings.HasSuffix(f, segment.TimeIndexSuffix) {
+					return c.usageErr("%s: not a .log, .index or .timeindex file", f)
+				}
+			}
+			if dir != "" {
+				more, code := dumpDirFiles(c, dir, topic, partition)
+				if code != exitOK {
+					return code
+				}
+				files = append(more, files...)
+			}
+			w := bufio.NewWriterSize(e.stdout, 256<<10)
+			d := &dumper{w: w, stderr: e.stderr, o: o, name: c.name}
+			for _, f := range files {
+				d.file(f)
+			}
+			if err := w.Flush(); err != nil {
+				return c.fail("write output: %v", err)
+			}
+			if d.problems > 0 {
+				return exitFailure
+			}
+			return exitOK
+		})
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "dump every .log of a partition directory, or of --topic's partitions in a data directory")
+	f.StringVar(&topic, "topic", "", "with --dir DATA: the topic whose segments to dump")
+	f.IntVar(&partition, "partition", -1, "with --dir DATA --topic T: only this partition (-1: all)")
+	f.BoolVar(&o.records, "records", false, "print every record of each batch of a .log")
+	f.IntVar(&o.maxValue, "max-value-bytes", 256, "cut keys, values and header values longer than this in --records output (0: never)")
+	f.BoolVar(&o.verifyIndex, "verify-index", false, "check that each index entry points at the start of a batch with that offset and that the time index agrees with the batches")
+	f.BoolVar(&o.json, "json", false, "print JSON lines instead of text")
+	completeTopics(cmd, &dir)
+	return cmd
+}
+
+// dumpDirFiles lists the .log files that dump --dir names: those of a
+// partition directory, or of a topic's partitions in a data directory.
+func dumpDirFiles(c *cli, dir, topic string, partition int) ([]string, int) {
+	if err := requireDir(dir); err != nil {
+		return nil, c.fail("%v", err)
 	}
-	if len(files) == 0 {
-		return c.usageErr("no FILE given")
-	}
-	if o.maxValue < 0 {
-		return c.usageErr("--max-value-bytes %d is negative", o.maxValue)
-	}
-	for _, f := range files {
-		if !strings.HasSuffix(f, segment.LogSuffix) && !strings.HasSuffix(f, segment.IndexSuffix) && !strings.HasSuffix(f, segment.TimeIndexSuffix) {
-			return c.usageErr("%s: not a .log, .index or .timeindex file", f)
+	var dirs []string
+	if storage.IsPartitionDir(dir) {
+		if topic != "" || partition >= 0 {
+			return nil, c.usageErr("--dir %s is a partition directory: --topic and --partition are for a data directory", dir)
+		}
+		dirs = []string{dir}
+	} else {
+		if topic == "" {
+			return nil, c.usageErr("--dir %s is a data directory: say which --topic to dump", dir)
+		}
+		rl, err := storage.ListRoot(dir)
+		if err != nil {
+			return nil, c.fail("%v", fileErr(dir, err))
+		}
+		for _, p := range rl.Partitions {
+			if p.Topic == topic && (partition < 0 || int(p.Partition) == partition) {
+				dirs = append(dirs, filepath.Join(dir, p.Name))
+			}
+		}
+		if len(dirs) == 0 {
+			if partition >= 0 {
+				return nil, c.fail("no partition %s in %s", storage.PartitionDir(topic, int32(partition)), dir)
+			}
+			return nil, c.fail("topic %s does not exist in %s", topic, dir)
 		}
 	}
-	w := bufio.NewWriterSize(e.stdout, 256<<10)
-	d := &dumper{w: w, stderr: e.stderr, o: o, name: c.name}
-	for _, f := range files {
-		d.file(f)
+	var files []string
+	for _, d := range dirs {
+		pl, err := storage.ListPartition(d)
+		if err != nil {
+			return nil, c.fail("%v", fileErr(d, err))
+		}
+		for _, base := range pl.Segments {
+			files = append(files, filepath.Join(d, segment.FileName(base, segment.LogSuffix)))
+		}
 	}
-	if err := w.Flush(); err != nil {
-		return c.fail("write output: %v", err)
-	}
-	if d.problems > 0 {
-		return exitFailure
-	}
-	return exitOK
+	return files, exitOK
 }
 
 // dumper writes dump output; it counts the problems it reported.
@@ -119,7 +186,7 @@ func (d *dumper) file(path string) {
 		}
 		defer f.Close()
 		base, named := segmentBase(path)
-		var chk *indexChecker
+		var chk *index.Checker
 		if d.o.verifyIndex {
 			if !named {
 				d.problem(path, -1, fmt.Sprintf("%s: --verify-index needs a segment file name (20 digits of base offset)", path))
@@ -157,11 +224,11 @@ type batchJSON struct {
 
 // log dumps a .log read through r. It never panics on any bytes: every
 // decoding is the segment package's hostile-input-safe decoders.
-func (d *dumper) log(r io.ReaderAt, size int64, path string, base int64, named bool, chk *indexChecker) {
+func (d *dumper) log(r io.ReaderAt, size int64, path string, base int64, named bool, chk *index.Checker) {
 	if !d.o.json {
 		fmt.Fprintf(d.w, "Dumping %s\n", path)
 	}
-	s := newLogScanner(r, size, path)
+	s := newBatchWalk(r, size, path)
 	var it segment.RecordIter
 	next, haveNext := base, named
 	for s.Next() {
@@ -186,7 +253,7 @@ func (d *dumper) log(r io.ReaderAt, size int64, path string, base int64, named b
 		}
 		next, haveNext = h.NextOffset(), true
 		if chk != nil {
-			chk.batch(pos, h)
+			chk.Batch(pos, h.BaseOffset, h.MaxTimestamp)
 		}
 		if d.o.records && valid {
 			d.records(&it, s.Batch, path, pos)
@@ -196,8 +263,7 @@ func (d *dumper) log(r io.ReaderAt, size int64, path string, base int64, named b
 		d.problem(path, s.End(), err.Error())
 	}
 	if chk != nil {
-		chk.finish(s.End())
-		d.indexCheckResult(chk)
+		d.indexCheckResult(chk, path, chk.Finish(s.End()))
 	}
 }
 
@@ -236,19 +302,20 @@ type indexCheckJSON struct {
 	Problems      []string `json:"problems"`
 }
 
-func (d *dumper) indexCheckResult(chk *indexChecker) {
+func (d *dumper) indexCheckResult(chk *index.Checker, logPath string, problems []string) {
+	oPath, tPath := siblingPath(logPath, segment.IndexSuffix), siblingPath(logPath, segment.TimeIndexSuffix)
 	if d.o.json {
-		_ = writeJSONLine(d.w, indexCheckJSON{Type: "index_check", OffsetIndex: chk.oPath, TimeIndex: chk.tPath,
-			OffsetEntries: len(chk.offs), TimeEntries: len(chk.times), OK: len(chk.problems) == 0, Problems: append([]string{}, chk.problems...)})
+		_ = writeJSONLine(d.w, indexCheckJSON{Type: "index_check", OffsetIndex: oPath, TimeIndex: tPath,
+			OffsetEntries: chk.OffsetEntries(), TimeEntries: chk.TimeEntries(), OK: len(problems) == 0, Problems: append([]string{}, problems...)})
 	} else {
 		status := "ok"
-		if n := len(chk.problems); n > 0 {
-			status = fmt.Sprintf("%d problem(s), see stderr", n)
+		if n := len(problems); n > 0 {
+			status = plural(int64(n), "problem") + ", see stderr"
 		}
-		fmt.Fprintf(d.w, "Index check %s (%d entries), %s (%d entries): %s\n", chk.oPath, len(chk.offs), chk.tPath, len(chk.times), status)
+		fmt.Fprintf(d.w, "Index check %s (%s), %s (%s): %s\n", oPath, plural(int64(chk.OffsetEntries()), "entry"), tPath, plural(int64(chk.TimeEntries()), "entry"), status)
 	}
 	_ = d.w.Flush()
-	for _, p := range chk.problems {
+	for _, p := range problems {
 		d.problems++
 		fmt.Fprintf(d.stderr, "%s: %s\n", d.name, p)
 	}
@@ -270,15 +337,14 @@ func (d *dumper) verifyIndexOf(path string) {
 	}
 	defer f.Close()
 	chk := loadIndexChecker(logPath, base, size)
-	s := newLogScanner(f, size, logPath)
+	s := newBatchWalk(f, size, logPath)
 	for s.Next() {
-		chk.batch(s.Pos, s.Header)
+		chk.Batch(s.Pos, s.Header.BaseOffset, s.Header.MaxTimestamp)
 	}
 	if err := s.Err(); err != nil {
-		chk.problemf("%v (the log is damaged: entries after byte %d cannot be checked)", err, s.End())
+		chk.Problemf("%v (the log is damaged: entries after byte %d cannot be checked)", err, s.End())
 	}
-	chk.finish(s.End())
-	d.indexCheckResult(chk)
+	d.indexCheckResult(chk, logPath, chk.Finish(s.End()))
 }
 
 type offsetEntryJSON struct {
@@ -319,12 +385,12 @@ func (d *dumper) index(path string) {
 	}
 	var used, total int
 	var decErr error
-	var tail string
+	var tail error
 	entrySize := index.OffsetEntrySize
 	if isTime {
 		entrySize = index.TimeEntrySize
 		all, err := index.DecodeTimeEntries(b, base)
-		entries, t := usedTimeEntries(all, base)
+		entries, t := index.UsedTimeEntries(all, base)
 		used, total, decErr, tail = len(entries), len(all), err, t
 		for i, e := range entries {
 			if d.o.json {
@@ -335,7 +401,7 @@ func (d *dumper) index(path string) {
 		}
 	} else {
 		all, err := index.DecodeOffsetEntries(b, base)
-		entries, t := usedOffsetEntries(all, base)
+		entries, t := index.UsedOffsetEntries(all, base)
 		used, total, decErr, tail = len(entries), len(all), err, t
 		for i, e := range entries {
 			if d.o.json {
@@ -346,10 +412,10 @@ func (d *dumper) index(path string) {
 		}
 	}
 	if !d.o.json && total > used {
-		fmt.Fprintf(d.w, "(%d unused all-zero entries follow: preallocated space of an active segment)\n", total-used)
+		fmt.Fprintf(d.w, "(%s: preallocated space of an active segment)\n", plural(int64(total-used), "unused all-zero entry"))
 	}
-	if tail != "" {
-		d.problem(path, int64(used*entrySize), fmt.Sprintf("%s: %s", path, tail))
+	if tail != nil {
+		d.problem(path, int64(used*entrySize), fmt.Sprintf("%s: %v", path, tail))
 	}
 	if decErr != nil {
 		d.problem(path, int64(total*entrySize), fmt.Sprintf("%s at byte %d: %v", path, total*entrySize, decErr))
@@ -365,18 +431,4 @@ func dumpLogBytes(w, stderr io.Writer, data []byte, name string, o dumpOptions) 
 	d.log(readerAtBytes(data), int64(len(data)), name, base, named, nil)
 	_ = bw.Flush()
 	return d.problems
-}
-
-type readerAtBytes []byte
-
-// ReadAt reads len(p) bytes at off, like a file.
-func (b readerAtBytes) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 || off > int64(len(b)) {
-		return 0, fmt.Errorf("read at %d: %w", off, os.ErrInvalid)
-	}
-	n := copy(p, b[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
 }

@@ -71,28 +71,7 @@ func TestDumpGolden(t *testing.T) {
 		require.Empty(t, r.stderr)
 		got.WriteString("$ seglog " + strings.Join(args, " ") + "\n" + r.stdout)
 	}
-	out := strings.ReplaceAll(got.String(), dir, "DIR")
-	golden := filepath.Join("testdata", "dump.golden")
-	if os.Getenv("SEGLOG_UPDATE_GOLDEN") == "1" {
-		require.NoError(t, os.WriteFile(golden, []byte(out), 0o644))
-	}
-	want, err := os.ReadFile(golden)
-	require.NoError(t, err, "run with SEGLOG_UPDATE_GOLDEN=1 to create it")
-	if string(want) != out {
-		wl, gl := strings.Split(string(want), "\n"), strings.Split(out, "\n")
-		for i := range max(len(wl), len(gl)) {
-			var w, g string
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if w != g {
-				t.Fatalf("dump output differs from %s at line %d (SEGLOG_UPDATE_GOLDEN=1 regenerates it):\nwant: %s\n got: %s", golden, i+1, w, g)
-			}
-		}
-	}
+	checkGolden(t, "dump", strings.ReplaceAll(got.String(), dir, "DIR"))
 }
 
 func TestDumpDamagedFile(t *testing.T) {
@@ -159,7 +138,7 @@ func TestDumpMissingAndBadFiles(t *testing.T) {
 	missing := filepath.Join(dir, "00000000000000000000.log")
 	r := seglog(t, "", "dump", missing)
 	assert.Equal(t, 1, r.code)
-	assert.Contains(t, r.stderr, missing+": no such file or directory")
+	assert.Contains(t, r.stderr, missing+": missing (no such file or directory)")
 
 	unreadable := filepath.Join(dir, "00000000000000000001.index")
 	require.NoError(t, os.WriteFile(unreadable, make([]byte, 16), 0o000))

@@ -1,23 +1,37 @@
-// Command seglog is the operator's tool for a seglog data directory: dump
-// and verify segment files (read-only), produce and consume records, show
-// and reset consumer offsets, run retention once, and manage topics.
+// Command seglog is the operator's tool for a seglog data directory: list
+// and describe topics, dump and verify segment files, produce and consume
+// records, show and reset consumer-group offsets, run retention once,
+// manage topics and their configuration, work Kestrel-style queues, and
+// benchmark the engine on this disk.
+//
+// One front end (github.com/spf13/cobra) defines every command and flag,
+// prints the help, and generates shell completion (seglog completion bash).
+// Every size flag takes one syntax (1GiB, 64MiB, 512KiB, 1MB, bytes) and
+// every duration flag another (7d, 90m, 1h30m, 500ms): units.go.
 //
 // Exit codes: 0 success, 1 a failure found (corruption, lag over a
 // threshold, an I/O error), 2 bad usage. Errors go to stderr and name the
 // file and byte position involved.
 //
-// The tool stays thin: every decoder it uses is the library's own
-// (segment.ParseHeader, segment.Verify, segment.RecordIter,
-// index.DecodeOffsetEntries, index.DecodeTimeEntries,
-// storage.ReadCheckpoint).
+// The tool stays thin: it decodes with the library's own decoders
+// (segment.NewScanner, segment.Verify, segment.RecordIter, the index
+// package's decoders and Checker, storage.ReadCheckpoint,
+// storage.ReadTopicConfig) and classifies directories with storage's
+// (storage.ListRoot, storage.ListPartition). Listing commands (topics,
+// describe, offsets, dump, verify) open everything read-only: they change
+// no byte of a data directory, also beside a running producer or broker.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/seglog/seglog/internal/vfs"
 )
@@ -43,26 +57,6 @@ type env struct {
 	fs     vfs.FS
 }
 
-type command struct {
-	name    string
-	summary string
-	run     func(e *env, args []string) int
-}
-
-func commands() []command {
-	return []command{
-		{"dump", "print the batches, records or entries of .log, .index and .timeindex files", runDump},
-		{"verify", "check every partition of a data directory (read-only)", runVerify},
-		{"produce", "append records read from stdin, one per line", runProduce},
-		{"consume", "print records of a topic, optionally as a consumer group", runConsume},
-		{"offsets", "show consumer-group offsets and lag; reset a group's offsets", runOffsets},
-		{"retention", "run the retention cleaner once", runRetention},
-		{"topics", "list, create and delete topics", runTopics},
-		{"queue", "put, get and peek items of a Kestrel-style queue", runQueue},
-		{"bench", "measure the storage engine on this disk", runBench},
-	}
-}
-
 // run is main without os.Exit: tests call it directly.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runContext(context.Background(), args, stdin, stdout, stderr)
@@ -74,76 +68,150 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	return runEnv(&env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, fs: vfs.Default}, args)
 }
 
+// exitError is returned by a command that has reported what went wrong:
+// only its exit code is left to pass on.
+type exitError int
+
+// Error says which exit code it carries.
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// usageError is bad usage that has not been reported yet.
+type usageError struct{ msg string }
+
+// Error returns the message.
+func (e usageError) Error() string { return e.msg }
+
 // runEnv runs the command line args in e.
 func runEnv(e *env, args []string) (code int) {
-	stdout, stderr := e.stdout, e.stderr
 	defer func() {
 		// A bug must not greet an operator with a stack trace.
 		if r := recover(); r != nil {
-			fmt.Fprintf(stderr, "seglog: internal error: %v (please report this, with the command line)\n", r)
+			fmt.Fprintf(e.stderr, "seglog: internal error: %v (please report this, with the command line)\n", r)
 			code = exitFailure
 		}
 	}()
-	if len(args) == 0 {
-		mainUsage(stderr)
-		return exitUsage
-	}
-	name := args[0]
-	switch name {
-	case "help", "-h", "-help", "--help":
-		if len(args) > 1 && name == "help" {
-			if c, ok := findCommand(args[1]); ok {
-				return c.run(e, []string{"--help"})
-			}
-			fmt.Fprintf(stderr, "seglog help: unknown command %q\n\n", args[1])
-			mainUsage(stderr)
-			return exitUsage
-		}
-		mainUsage(stdout)
+	root := newRoot(e)
+	root.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
+	cmd, err := root.ExecuteContextC(e.ctx)
+	if err == nil {
 		return exitOK
 	}
-	c, ok := findCommand(name)
-	if !ok {
-		if strings.HasPrefix(name, "-") {
-			fmt.Fprintf(stderr, "seglog: unknown flag %s: flags go after the command\n\n", name)
-		} else {
-			fmt.Fprintf(stderr, "seglog: unknown command %q\n\n", name)
-		}
-		mainUsage(stderr)
-		return exitUsage
+	var ee exitError
+	if errors.As(err, &ee) {
+		return int(ee)
 	}
-	return c.run(e, args[1:])
+	if cmd == nil {
+		cmd = root
+	}
+	msg := err.Error()
+	var ue usageError
+	if errors.As(err, &ue) {
+		msg = ue.msg
+	}
+	fmt.Fprintf(e.stderr, "%s: %s\nRun '%s --help' for usage.\n", cmd.CommandPath(), strings.TrimRight(msg, "\n"), cmd.CommandPath())
+	return exitUsage
 }
 
-func findCommand(name string) (command, bool) {
-	for _, c := range commands() {
-		if c.name == name {
-			return c, true
-		}
-	}
-	return command{}, false
-}
-
-func mainUsage(w io.Writer) {
-	fmt.Fprint(w, `Usage: seglog COMMAND [flags] [args]
-
-seglog inspects and operates a seglog data directory:
-  <dir>/<topic>-<partition>/   partition logs
+const rootLong = `seglog inspects and operates a seglog data directory:
+  <dir>/<topic>-<partition>/   partition logs (segments, indexes, checkpoints)
   <dir>/offsets/               consumer-group offsets
 
-Commands:
-`)
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
-	}
-	fmt.Fprint(w, `  help       show this help, or "seglog help COMMAND"
+Sizes are written 1GiB, 64MiB, 512KiB, 1MB or a number of bytes; durations
+500ms, 90m, 1h30m or 7d, in every command.
+
+Listing commands (topics, describe, offsets, dump, verify) change nothing
+on disk and work beside a running producer or broker.
 
 Exit codes: 0 success, 1 a failure was found (corruption, lag over a
-threshold, an unreadable file), 2 bad usage.
+threshold, an unreadable file), 2 bad usage.`
 
-Example:
-  seglog verify /var/lib/seglog && seglog dump --records /var/lib/seglog/orders-0/00000000000000000000.log
+const rootExample = `  seglog topics create --dir /var/lib/seglog --topic orders --partitions 4 --retention-age 7d
+  seglog produce --dir /var/lib/seglog --topic orders --key-separator : < orders.txt
+  seglog consume --dir /var/lib/seglog --topic orders --group billing --from -1h
+  seglog describe --dir /var/lib/seglog --topic orders
+  seglog verify /var/lib/seglog`
 
-Run "seglog COMMAND --help" for a command's flags and an example.
-`)
+// newRoot builds the command tree for one run in e.
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "seglog",
+		Short:         "operate a seglog data directory",
+		Long:          rootLong,
+		Example:       rootExample,
+		Version:       versionString(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// Without a command: the help on stderr, and bad usage.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(e.stderr)
+			_ = cmd.Help()
+			return exitError(exitUsage)
+		},
+	}
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
+	root.AddGroup(
+		&cobra.Group{ID: "data", Title: "Records:"},
+		&cobra.Group{ID: "admin", Title: "Topics and consumer groups:"},
+		&cobra.Group{ID: "files", Title: "Files on disk:"},
+		&cobra.Group{ID: "other", Title: "Other:"},
+	)
+	root.SetHelpCommandGroupID("other")
+	root.SetCompletionCommandGroupID("other")
+	for _, c := range []struct {
+		group string
+		cmd   *cobra.Command
+	}{
+		{"data", produceCommand(e)},
+		{"data", consumeCommand(e)},
+		{"data", queueCommand(e)},
+		{"admin", topicsCommand(e)},
+		{"admin", describeCommand(e)},
+		{"admin", offsetsCommand(e)},
+		{"admin", retentionCommand(e)},
+		{"files", dumpCommand(e)},
+		{"files", verifyCommand(e)},
+		{"other", benchCommand(e)},
+		{"other", versionCommand(e)},
+	} {
+		c.cmd.GroupID = c.group
+		root.AddCommand(c.cmd)
+	}
+	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "completion":
+			c.Short = "print a shell completion script: seglog completion bash|zsh|fish|powershell"
+		case "help":
+			c.Short = "show the help of seglog or of a command"
+		}
+	}
+	return root
+}
+
+var (
+	// intSyntax is strconv's wording in pflag's messages about a number.
+	intSyntax = regexp.MustCompile(`strconv\.Parse\w+: parsing "[^"]*": (invalid syntax|value out of range)`)
+	// oneDash finds a long flag written with one dash, which pflag reads
+	// as a cluster of one-letter flags.
+	oneDash = regexp.MustCompile(`unknown shorthand flag: '.' in (-[a-zA-Z][a-zA-Z-]+)`)
+)
+
+// flagError turns pflag's error about a flag into a usage error worded
+// for an operator.
+func flagError(_ *cobra.Command, err error) error {
+	msg := intSyntax.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		if strings.HasSuffix(m, "out of range") {
+			return "out of range"
+		}
+		return "not a whole number"
+	})
+	if m := oneDash.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("unknown flag %s: long flags take two dashes (-%s)", m[1], m[1])
+	}
+	return usageError{msg}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"slices"
@@ -18,27 +17,40 @@ import (
 
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
+	"github.com/spf13/cobra"
 )
 
 const produceDesc = `
-Read records from stdin, one per line, and append them to a topic. Each line
-is a value, or with --key-separator S a key, S, and a value (the first S
-splits; a line without S is an error). Only the trailing "\n" is removed:
-"\r" and every other byte stay in the value. The topic is created with
---partitions partitions when it does not exist.
+Read records from stdin and append them to a topic, one per line (or per
+--delimiter: '\0' reads NUL-separated records, any string works). The
+topic is created with --partitions partitions when it does not exist
+(seglog topics create sets its configuration).
+
+--format text: each line is a value, or with --key-separator S a key, S,
+and a value (the first S splits; a line without S is an error). Only the
+delimiter is removed: "\r" and every other byte stay in the value.
+--format json: each line is an object {"key", "value", "headers",
+"timestamp"}, as seglog consume --format json prints it: key and value are
+strings (base64 with "key_encoding"/"value_encoding": "base64") or null;
+headers a list of {"key","value"} or an object of strings; timestamp ms
+since the epoch or an RFC 3339 string (absent: the time of the append);
+partition and offset are ignored.
 
 Lines are appended in batches of up to --batch lines and --batch-bytes
-bytes (uncompressed records): a batch closes when the next line would take
-it past either cap (a line larger than --batch-bytes goes alone), when
---linger has passed since its first line, or (with --linger 0, the
-default) as soon as no more input is already waiting. A line longer than
-the largest batch the engine accepts (16MiB) is an error.
-With --partition P every record goes to P; otherwise a record with a key
-goes to hash(key) mod partitions and keyless records go round-robin, one
-batch at a time.
+bytes (of input): a batch closes when the next line would take it past
+either cap (a line larger than --batch-bytes goes alone), when --linger
+has passed since its first line, or (with --linger 0, the default) as soon
+as no more input is already waiting. A line longer than the largest batch
+the engine accepts (16MiB) is an error. With --partition P every record
+goes to P; otherwise a record with a key goes to hash(key) mod partitions
+and keyless records go round-robin, one batch at a time.
+
+--sync is the fsync policy (never, every-n, interval, always) and
+--compression the codec, for topics whose configuration sets none: a
+topic's own setting wins (seglog describe shows it).
 
 For each record, "PARTITION OFFSET" is printed on stdout once it is
-appended under the --sync policy: with --sync always, a printed line means
+appended under the sync policy: with --sync always, a printed line means
 the record is on disk (fsynced). At end of input, or on Ctrl-C, what was
 read is appended, the store is flushed and closed cleanly, and the exit
 code is 0. When produce stops on an error (a bad line, a failed append),
@@ -46,12 +58,16 @@ everything before the failing line or batch has been appended, nothing
 from it on has, and stderr says exactly which lines were appended and at
 which offsets; the exit code is 1. (When a batch spans partitions and only
 some of its partitions' appends succeeded, stderr gives their offsets;
-stdout keeps one line per input line and so stops before that batch.)`
+stdout keeps one line per input line and so stops before that batch.)
+
+produce holds the data directory for writing while it runs: listing
+commands and consumers work beside it, other writers wait.`
 
 const produceExample = `
 printf 'user1:hello\nuser2:world\n' | seglog produce --dir /var/lib/seglog --topic events --partitions 3 --key-separator : --sync always
-seq 1000000 | seglog produce --dir /tmp/data --topic bench --sync none --batch 5000 > /dev/null
-seglog produce --dir /tmp/data --topic docs --batch-bytes 512KiB --compression zstd < documents.jsonl`
+seq 1000000 | seglog produce --dir /tmp/data --topic bench --batch 5000 > /dev/null
+seglog consume --dir /a --topic t --format json | seglog produce --dir /b --topic t --format json
+find . -print0 | seglog produce --dir /tmp/data --topic files --delimiter '\0'`
 
 // recordOverhead bounds what the batch format adds to a record's key and
 // value: its length, attributes, timestamp and offset deltas, key and
@@ -69,129 +85,97 @@ const maxLineBytes = maxBatchBytes - segment.HeaderSize - recordOverhead
 // defaultBatchBytes is the default --batch-bytes.
 const defaultBatchBytes = 1 << 20
 
-// byteSize is a flag.Value for a size in bytes: a plain number of bytes, or
-// a number with a unit, binary (KiB, MiB, GiB) or decimal (KB, MB, GB).
-type byteSize int64
-
-// sizeUnits are the units Set accepts, longest suffix first.
-var sizeUnits = []struct {
-	suffix string
-	mult   int64
-}{
-	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1},
-}
-
-// String formats the size with the largest binary unit that divides it.
-func (b *byteSize) String() string {
-	v := int64(*b)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if v >= u.mult && v%u.mult == 0 {
-			return strconv.FormatInt(v/u.mult, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(v, 10)
-}
-
-// Set parses a size.
-func (b *byteSize) Set(s string) error {
-	num, mult := s, int64(1)
-	for _, u := range sizeUnits {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			num, mult = n, u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
-	if err != nil || v < 0 || v > math.MaxInt64/mult {
-		return fmt.Errorf("want a size in bytes, like 1048576, 512KiB or 1MiB")
-	}
-	*b = byteSize(v * mult)
-	return nil
-}
-
-func parseSync(s string) (storage.SyncPolicy, error) {
-	switch s {
-	case "none":
-		return storage.SyncNever, nil
-	case "always":
-		return storage.SyncAlways, nil
-	case "interval":
-		return storage.SyncInterval, nil
-	}
-	return 0, fmt.Errorf("--sync %q: want none, always or interval", s)
-}
-
-func runProduce(e *env, args []string) int {
-	c := newCLI(e, "seglog produce", "seglog produce --dir DIR --topic T [flags] < LINES", produceDesc, produceExample)
-	dir := c.fs.String("dir", "", "data directory (required; created if needed)")
-	topic := c.fs.String("topic", "", "topic (required)")
-	partitions := c.fs.Int("partitions", 1, "partitions of the topic when it is created")
-	partition := c.fs.Int("partition", -1, "append every record to this partition (-1: by key, round-robin without)")
-	keySep := c.fs.String("key-separator", "", "split each line into key and value at the first occurrence of this string")
-	syncName := c.fs.String("sync", "none", "durability: none (the OS writes back; flushed at the end), always (fsync before the offset is printed), interval")
-	syncEvery := c.fs.Duration("sync-interval", time.Second, "fsync period of --sync interval")
-	codecName := c.fs.String("compression", "none", "batch compression: none, gzip, snappy, zstd or s2")
-	linger := c.fs.Duration("linger", 0, "wait up to this long for more lines before appending a batch (0: append what is already read)")
-	batch := c.fs.Int("batch", 1000, "most lines per batch")
-	batchBytes := byteSize(defaultBatchBytes)
-	c.fs.Var(&batchBytes, "batch-bytes", "most bytes of records per batch, before compression: a `SIZE` like 1048576, 512KiB or 1MiB (at most 16MiB)")
-	pos, code, ok := c.parse(args)
-	if !ok {
-		return code
-	}
-	if code, bad := c.required(pos, "unexpected argument %q: records come from stdin", "dir", *dir, "topic", *topic); bad {
-		return code
-	}
-	switch {
-	case *partitions < 1:
-		return c.usageErr("--partitions %d: want at least 1", *partitions)
-	case *batch < 1:
-		return c.usageErr("--batch %d: want at least 1", *batch)
-	case batchBytes < 1:
-		return c.usageErr("--batch-bytes %s: want at least 1 byte", batchBytes.String())
-	case batchBytes > maxBatchBytes:
-		return c.usageErr("--batch-bytes %s: at most 16MiB, the largest batch the engine accepts", batchBytes.String())
-	case *linger < 0:
-		return c.usageErr("--linger %v is negative", *linger)
-	case c.isSet("key-separator") && *keySep == "":
-		return c.usageErr("--key-separator is empty")
-	case *syncEvery <= 0:
-		return c.usageErr("--sync-interval %v: want more than 0", *syncEvery)
-	}
-	if err := storage.ValidateTopic(*topic); err != nil {
-		return c.usageErr("%v", err)
-	}
-	policy, err := parseSync(*syncName)
-	if err != nil {
-		return c.usageErr("%v", err)
-	}
-	codec, err := segment.ParseCodec(*codecName)
-	if err != nil {
-		return c.usageErr("--compression %q: want none, gzip, snappy, zstd or s2", *codecName)
-	}
-	store, code := openStore(c, *dir, true, storage.StoreOptions{Log: storage.Options{FS: e.fs, Sync: policy, SyncInterval: *syncEvery, Compression: codec}})
-	if store == nil {
-		return code
-	}
-	p := &producer{c: c, store: store, topic: *topic, partition: int32(*partition), batch: *batch, batchBytes: int(batchBytes),
-		linger: *linger, ranges: map[int32]*offsetRange{}}
-	if *keySep != "" {
-		p.sep = []byte(*keySep)
-	}
-	code = p.setup(*partitions)
-	if code == exitOK {
-		ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
-		code = p.run(ctx, e.stdin, e.stdout)
-		stop()
-	}
-	if err := store.Close(); err != nil {
-		return c.fail("close: %v", err)
-	}
-	return code
+func produceCommand(e *env) *cobra.Command {
+	var dir, topic, keySep, syncName, codecName, format, delim string
+	var partitions, partition, batch, syncEvery int
+	var syncEveryInterval, linger time.Duration
+	var batchBytes int64
+	cmd := command(e, "produce", "append records read from stdin, one per line", produceDesc, produceExample,
+		func(c *cli, pos []string) int {
+			if code, bad := c.required(pos, "unexpected argument %q: records come from stdin", "dir", dir, "topic", topic); bad {
+				return code
+			}
+			switch {
+			case partitions < 1:
+				return c.usageErr("--partitions %d: want at least 1", partitions)
+			case batch < 1:
+				return c.usageErr("--batch %d: want at least 1", batch)
+			case batchBytes < 1:
+				return c.usageErr("--batch-bytes %s: want at least 1 byte", formatSize(batchBytes))
+			case batchBytes > maxBatchBytes:
+				return c.usageErr("--batch-bytes %s: at most 16MiB, the largest batch the engine accepts", formatSize(batchBytes))
+			case linger < 0:
+				return c.usageErr("--linger %s is negative", formatDuration(linger))
+			case c.isSet("key-separator") && keySep == "":
+				return c.usageErr("--key-separator is empty")
+			case syncEveryInterval <= 0:
+				return c.usageErr("--sync-interval %s: want more than 0", formatDuration(syncEveryInterval))
+			case syncEvery < 1:
+				return c.usageErr("--sync-every %d: want at least 1", syncEvery)
+			case format != "text" && format != "json":
+				return c.usageErr("--format %q: want text or json", format)
+			case format == "json" && c.isSet("key-separator"):
+				return c.usageErr("--key-separator goes with --format text (a JSON record has its key)")
+			}
+			if err := storage.ValidateTopic(topic); err != nil {
+				return c.usageErr("%v", err)
+			}
+			policy, err := parseSync(syncName)
+			if err != nil {
+				return c.usageErr("%v", err)
+			}
+			codec, err := parseCodec(codecName)
+			if err != nil {
+				return c.usageErr("%v", err)
+			}
+			d, err := unescape(delim)
+			if err != nil || d == "" {
+				return c.usageErr("--delimiter %q: want a string, like '\\n' or '\\0'", delim)
+			}
+			sep, err := unescape(keySep)
+			if err != nil {
+				return c.usageErr("--key-separator %v", err)
+			}
+			store, code := openStore(c, dir, true, storage.StoreOptions{Log: storage.Options{FS: e.fs, Sync: policy, SyncInterval: syncEveryInterval, SyncEveryRecords: syncEvery, Compression: codec}})
+			if store == nil {
+				return code
+			}
+			p := &producer{c: c, store: store, topic: topic, partition: int32(partition), batch: batch, batchBytes: int(batchBytes),
+				linger: linger, ranges: map[int32]*offsetRange{}, delim: []byte(d), json: format == "json"}
+			if sep != "" {
+				p.sep = []byte(sep)
+			}
+			code = p.setup(partitions)
+			if code == exitOK {
+				ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
+				code = p.run(ctx, e.stdin, e.stdout)
+				stop()
+			}
+			if err := store.Close(); err != nil {
+				return c.fail("close: %v", err)
+			}
+			return code
+		})
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "data directory (required; created if needed)")
+	f.StringVar(&topic, "topic", "", "topic (required; created if needed)")
+	f.IntVar(&partitions, "partitions", 1, "partitions of the topic when it is created")
+	f.IntVar(&partition, "partition", -1, "append every record to this partition (-1: by key, round-robin without)")
+	f.StringVar(&format, "format", "text", "input format: text or json (one object per line)")
+	f.StringVar(&keySep, "key-separator", "", "text format: split each line into key and value at the first occurrence of this string")
+	f.StringVar(&delim, "delimiter", "\\n", "what ends each record of the input ('\\0' for NUL)")
+	f.StringVar(&syncName, "sync", "never", "fsync policy: never (the OS writes back; flushed at the end), every-n, interval, always (fsync before the offset is printed)")
+	f.IntVar(&syncEvery, "sync-every", storage.DefaultSyncEveryN, "records between fsyncs of --sync every-n")
+	durationFlag(f, &syncEveryInterval, "sync-interval", storage.DefaultSyncInterval, "fsync period of --sync interval")
+	f.StringVar(&codecName, "compression", "none", "batch compression: "+strings.Join(codecNames, ", "))
+	durationFlag(f, &linger, "linger", 0, "wait up to this long for more lines before appending a batch (0: append what is already read)")
+	f.IntVar(&batch, "batch", 1000, "most lines per batch")
+	sizeFlag(f, &batchBytes, "batch-bytes", defaultBatchBytes, "most bytes of input per batch (at most 16MiB)")
+	completeTopics(cmd, &dir)
+	completeValues(cmd, "sync", syncNames)
+	completeValues(cmd, "compression", codecNames)
+	completeValues(cmd, "format", []string{"text", "json"})
+	return cmd
 }
 
 type producer struct {
@@ -201,6 +185,8 @@ type producer struct {
 	partition  int32 // --partition, -1: by key
 	partitions int   // of the topic
 	sep        []byte
+	delim      []byte // ends each input record
+	json       bool   // --format json
 	batch      int
 	batchBytes int
 	linger     time.Duration
@@ -224,7 +210,15 @@ func (p *producer) setup(partitions int) int {
 	} else if err != nil {
 		return p.c.fail("%v", err)
 	} else if p.c.isSet("partitions") && n != partitions {
-		p.c.warn("topic %s exists with %d partitions; --partitions %d is ignored", p.topic, n, partitions)
+		p.c.warn("topic %s exists with %s; --partitions %d is ignored", p.topic, plural(int64(n), "partition"), partitions)
+	}
+	if cfg, err := p.store.TopicConfig(p.topic); err == nil {
+		if cfg.Sync != "" && p.c.isSet("sync") {
+			p.c.warn("topic %s has its own sync policy (%s): --sync is ignored", p.topic, cfg.Sync)
+		}
+		if cfg.Compression != "" && p.c.isSet("compression") {
+			p.c.warn("topic %s has its own compression (%s): --compression is ignored", p.topic, cfg.Compression)
+		}
 	}
 	p.partitions = n
 	if p.partition >= 0 && int(p.partition) >= n {
@@ -286,7 +280,7 @@ func (p *producer) readLines(ctx context.Context, r io.Reader, out chan<- chunk)
 			if len(ch.lines) > 0 && br.Buffered() == 0 {
 				break
 			}
-			line, err := readLine(br, &arena, lineNo)
+			line, err := readLine(br, &arena, lineNo, p.delim)
 			if line != nil {
 				lineNo++
 				if p.fits(len(ch.lines), ch.bytes, 1, lineSize(line)) {
@@ -325,14 +319,15 @@ func (p *producer) readLines(ctx context.Context, r io.Reader, out chan<- chunk)
 	}
 }
 
-// readLine reads one line without its "\n" into arena (a shared backing
-// array for the lines of a chunk). It returns io.EOF at the end of input,
-// with the last line if it had no "\n".
-func readLine(br *bufio.Reader, arena *[]byte, lineNo int) ([]byte, error) {
+// readLine reads one record, without its delimiter delim, into arena (a
+// shared backing array for the lines of a chunk). It returns io.EOF at
+// the end of input, with the last record if it had no delimiter.
+func readLine(br *bufio.Reader, arena *[]byte, lineNo int, delim []byte) ([]byte, error) {
 	start := len(*arena)
+	last := delim[len(delim)-1]
 	for {
-		frag, err := br.ReadSlice('\n')
-		if len(*arena)-start+len(frag) > maxLineBytes+1 {
+		frag, err := br.ReadSlice(last)
+		if len(*arena)-start+len(frag) > maxLineBytes+len(delim) {
 			return nil, fmt.Errorf("stdin line %d is longer than %d bytes, the most a record can hold in the largest batch the engine accepts (16MiB)", lineNo, maxLineBytes)
 		}
 		if cap(*arena)-len(*arena) < len(frag) {
@@ -353,8 +348,11 @@ func readLine(br *bufio.Reader, arena *[]byte, lineNo int) ([]byte, error) {
 		case err != nil:
 			return nil, fmt.Errorf("read stdin: %w", err)
 		}
-		line := (*arena)[start : len(*arena)-1 : len(*arena)-1]
-		return line, nil
+		if !bytes.HasSuffix((*arena)[start:], delim) {
+			continue // the last byte of a longer delimiter, alone
+		}
+		end := len(*arena) - len(delim)
+		return (*arena)[start:end:end], nil
 	}
 }
 
@@ -457,6 +455,19 @@ func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) i
 func (p *producer) appendLines(w *bufio.Writer, lines [][]byte, first int) int {
 	recs := make([]storage.Record, len(lines))
 	for i, line := range lines {
+		if p.json {
+			r, err := decodeJSONRecord(line)
+			if err != nil {
+				if i > 0 {
+					if code := p.appendLines(w, lines[:i], first); code != exitOK {
+						return code
+					}
+				}
+				return p.stop(w, "stdin line %d: %v", first+i, err)
+			}
+			recs[i] = r
+			continue
+		}
 		if p.sep == nil {
 			recs[i].Value = line
 			continue

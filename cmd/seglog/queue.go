@@ -10,17 +10,14 @@ import (
 	"os/signal"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/queue"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
+	"github.com/spf13/cobra"
 )
-
-const queueUsage = `seglog queue put   --dir DIR --queue Q [--ttl DURATION] [--sync none|always] < LINES
-       seglog queue get   --dir DIR --queue Q [--max N] [--wait DURATION] [--lease DURATION] [--format text|json]
-       seglog queue peek  --dir DIR --queue Q [--max N] [--format text|json]
-       seglog queue stats --dir DIR [--queue Q] [--json]`
 
 const queueDesc = `
 Kestrel-style queues (package queue): put appends items, get hands each
@@ -36,7 +33,7 @@ the items; seglog offsets --group __queue the positions.
 Items may carry an expiry (put --ttl; the record header "expires-at", in
 milliseconds since the epoch): an expired item is never handed out.
 
-  seglog queue put --dir DIR --queue Q [--ttl D] [--sync none|always] < LINES
+  seglog queue put --dir DIR --queue Q [--ttl D] [--sync never|always] < LINES
   seglog queue get --dir DIR --queue Q [--max N] [--wait D] [--lease D]
   seglog queue peek --dir DIR --queue Q [--max N]
   seglog queue stats --dir DIR [--queue Q] [--json]
@@ -48,28 +45,16 @@ printf 'resize img-1\nresize img-2\n' | seglog queue put --dir /var/lib/seglog -
 seglog queue get --dir /var/lib/seglog --queue jobs --wait 10s
 seglog queue stats --dir /var/lib/seglog`
 
-func runQueue(e *env, args []string) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "put":
-			return runQueuePut(e, args[1:])
-		case "get":
-			return runQueueGet(e, args[1:])
-		case "peek":
-			return runQueuePeek(e, args[1:])
-		case "stats":
-			return runQueueStats(e, args[1:])
-		}
-	}
-	c := newCLI(e, "seglog queue", queueUsage, queueDesc, queueExample)
-	pos, code, ok := c.parse(args)
-	if !ok {
-		return code
-	}
-	if len(pos) > 0 {
-		return c.usageErr("unknown subcommand %q: want put, get, peek or stats", pos[0])
-	}
-	return c.usageErr("a subcommand is required: put, get, peek or stats")
+func queueCommand(e *env) *cobra.Command {
+	cmd := command(e, "queue", "put, get and peek items of a Kestrel-style queue", queueDesc, queueExample,
+		func(c *cli, pos []string) int {
+			if len(pos) > 0 {
+				return c.usageErr("unknown subcommand %q: want put, get, peek or stats", pos[0])
+			}
+			return c.usageErr("a subcommand is required: put, get, peek or stats")
+		})
+	cmd.AddCommand(queuePutCommand(e), queueGetCommand(e), queuePeekCommand(e), queueStatsCommand(e))
+	return cmd
 }
 
 // openedQueue is a queue with the stores it was opened on.
@@ -144,95 +129,93 @@ seglog queue put --dir /var/lib/seglog --queue alerts --ttl 5m --sync always < a
 // queuePutBatch caps the lines of one append.
 const queuePutBatch = 1000
 
-func runQueuePut(e *env, args []string) int {
-	c := newCLI(e, "seglog queue put", "seglog queue put --dir DIR --queue Q [--ttl DURATION] [--sync none|always] < LINES", queuePutDesc, queuePutExample)
-	dir := c.fs.String("dir", "", "data directory (required; created if needed)")
-	name := c.fs.String("queue", "", "queue name (required; created if needed)")
-	ttl := c.fs.Duration("ttl", 0, "expire each item this long after it is put (0: never)")
-	syncName := c.fs.String("sync", "none", "durability: none (the OS writes back; flushed at the end) or always (fsync before the offset is printed)")
-	pos, code, ok := c.parse(args)
-	if !ok {
-		return code
-	}
-	if code, bad := c.required(pos, "unexpected argument %q (items come from stdin)", "dir", *dir, "queue", *name); bad {
-		return code
-	}
-	if *ttl < 0 {
-		return c.usageErr("--ttl %v is negative", *ttl)
-	}
-	var sync storage.SyncPolicy
-	switch *syncName {
-	case "none":
-		sync = storage.SyncNever
-	case "always":
-		sync = storage.SyncAlways
-	default:
-		return c.usageErr("--sync %q: want none or always", *syncName)
-	}
-	o, code := openQueue(c, *dir, *name, true, storage.Options{Sync: sync}, queue.Options{SweepInterval: -1})
-	if o == nil {
-		return code
-	}
-	defer o.close()
-	out := bufio.NewWriter(e.stdout)
-	in := bufio.NewReaderSize(e.stdin, 64<<10)
-	var (
-		msgs  []queue.Message
-		bytes int
-		line  int
-	)
-	flush := func() error {
-		if len(msgs) == 0 {
-			return nil
-		}
-		res, err := o.q.Append(msgs...)
-		if err != nil {
-			return fmt.Errorf("append lines %d to %d: %w", line-len(msgs)+1, line, err)
-		}
-		for off := res.FirstOffset; off <= res.LastOffset; off++ {
-			fmt.Fprintln(out, off)
-		}
-		msgs, bytes = msgs[:0], 0
-		return out.Flush()
-	}
-	for {
-		b, err := in.ReadBytes('\n')
-		if len(b) > 0 {
-			line++
-			if b[len(b)-1] == '\n' {
-				b = b[:len(b)-1]
+func queuePutCommand(e *env) *cobra.Command {
+	var dir, name, syncName string
+	var ttl time.Duration
+	cmd := command(e, "put", "append the lines of stdin as items", queuePutDesc, queuePutExample,
+		func(c *cli, pos []string) int {
+			if code, bad := c.required(pos, "unexpected argument %q (items come from stdin)", "dir", dir, "queue", name); bad {
+				return code
 			}
-			if len(b) > maxLineBytes {
-				if ferr := flush(); ferr != nil {
-					return c.fail("%v", ferr)
+			if ttl < 0 {
+				return c.usageErr("--ttl %s is negative", formatDuration(ttl))
+			}
+			sync, err := parseSync(syncName)
+			if err != nil {
+				return c.usageErr("%v", err)
+			}
+			o, code := openQueue(c, dir, name, true, storage.Options{Sync: sync}, queue.Options{SweepInterval: -1})
+			if o == nil {
+				return code
+			}
+			defer o.close()
+			out := bufio.NewWriter(e.stdout)
+			in := bufio.NewReaderSize(e.stdin, 64<<10)
+			var (
+				msgs  []queue.Message
+				bytes int
+				line  int
+			)
+			flush := func() error {
+				if len(msgs) == 0 {
+					return nil
 				}
-				return c.fail("line %d: %d bytes, more than an item can hold (%d); lines before it were put", line, len(b), maxLineBytes)
+				res, err := o.q.Append(msgs...)
+				if err != nil {
+					return fmt.Errorf("append lines %d to %d: %w", line-len(msgs)+1, line, err)
+				}
+				for off := res.FirstOffset; off <= res.LastOffset; off++ {
+					fmt.Fprintln(out, off)
+				}
+				msgs, bytes = msgs[:0], 0
+				return out.Flush()
 			}
-			if bytes+len(b)+recordOverhead > defaultBatchBytes || len(msgs) == queuePutBatch {
-				if err := flush(); err != nil {
-					return c.fail("%v", err)
+			for {
+				b, err := in.ReadBytes('\n')
+				if len(b) > 0 {
+					line++
+					if b[len(b)-1] == '\n' {
+						b = b[:len(b)-1]
+					}
+					if len(b) > maxLineBytes {
+						if ferr := flush(); ferr != nil {
+							return c.fail("%v", ferr)
+						}
+						return c.fail("line %d: %d bytes, more than an item can hold (%d); lines before it were put", line, len(b), maxLineBytes)
+					}
+					if bytes+len(b)+recordOverhead > defaultBatchBytes || len(msgs) == queuePutBatch {
+						if err := flush(); err != nil {
+							return c.fail("%v", err)
+						}
+					}
+					msgs = append(msgs, queue.Message{Value: b, TTL: ttl})
+					bytes += len(b) + recordOverhead
+				}
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					if ferr := flush(); ferr != nil {
+						return c.fail("%v", ferr)
+					}
+					return c.fail("read stdin: %v", err)
 				}
 			}
-			msgs = append(msgs, queue.Message{Value: b, TTL: *ttl})
-			bytes += len(b) + recordOverhead
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if ferr := flush(); ferr != nil {
-				return c.fail("%v", ferr)
+			if err := flush(); err != nil {
+				return c.fail("%v", err)
 			}
-			return c.fail("read stdin: %v", err)
-		}
-	}
-	if err := flush(); err != nil {
-		return c.fail("%v", err)
-	}
-	if err := o.close(); err != nil {
-		return c.fail("%v", err)
-	}
-	return exitOK
+			if err := o.close(); err != nil {
+				return c.fail("%v", err)
+			}
+			return exitOK
+		})
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "data directory (required; created if needed)")
+	f.StringVar(&name, "queue", "", "queue name (required; created if needed)")
+	durationFlag(f, &ttl, "ttl", 0, "expire each item this long after it is put (0: never)")
+	f.StringVar(&syncName, "sync", "never", "fsync policy: never (the OS writes back; flushed at the end), every-n, interval, always (fsync before the offset is printed)")
+	completeValues(cmd, "sync", syncNames)
+	return cmd
 }
 
 const queueGetDesc = `
@@ -255,70 +238,73 @@ seglog queue get --dir /var/lib/seglog --queue jobs
 seglog queue get --dir /var/lib/seglog --queue jobs --max 0 --format json
 seglog queue get --dir /var/lib/seglog --queue jobs --max 10 --wait 30s`
 
-func runQueueGet(e *env, args []string) int {
-	c := newCLI(e, "seglog queue get", "seglog queue get --dir DIR --queue Q [--max N] [--wait DURATION] [--lease DURATION] [--format text|json]", queueGetDesc, queueGetExample)
-	dir := c.fs.String("dir", "", "data directory (required)")
-	name := c.fs.String("queue", "", "queue name (required)")
-	maxN := c.fs.Int("max", 1, "hand out at most this many items (0: all there are)")
-	wait := c.fs.Duration("wait", 0, "wait up to this long in all for items to arrive (0: do not wait)")
-	leaseFor := c.fs.Duration("lease", queue.DefaultLeaseTimeout, "lease of each item until it is printed and confirmed")
-	format := c.fs.String("format", "text", "output format: text or json")
-	pos, code, ok := c.parse(args)
-	if !ok {
-		return code
-	}
-	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir, "queue", *name); bad {
-		return code
-	}
-	switch {
-	case *maxN < 0:
-		return c.usageErr("--max %d is negative", *maxN)
-	case *wait < 0:
-		return c.usageErr("--wait %v is negative", *wait)
-	case *leaseFor <= 0:
-		return c.usageErr("--lease %v: want a positive duration", *leaseFor)
-	case *format != "text" && *format != "json":
-		return c.usageErr("--format %q: want text or json", *format)
-	}
-	o, code := openQueue(c, *dir, *name, false, storage.Options{}, queue.Options{LeaseTimeout: *leaseFor})
-	if o == nil {
-		return code
-	}
-	defer o.close()
-	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if *wait > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *wait)
-		defer cancel()
-	} else {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		cancel() // a poll: Open takes what is there
-	}
-	w := bufio.NewWriter(e.stdout)
-	for n := 0; *maxN == 0 || n < *maxN; n++ {
-		it, err := o.q.Open(ctx)
-		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				break
+func queueGetCommand(e *env) *cobra.Command {
+	var dir, name, format string
+	var maxN int
+	var wait, leaseFor time.Duration
+	cmd := command(e, "get", "hand out items and remove them", queueGetDesc, queueGetExample,
+		func(c *cli, pos []string) int {
+			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "queue", name); bad {
+				return code
 			}
-			return c.fail("%v", err)
-		}
-		if err := printQueueItem(w, &it, *format == "json"); err != nil {
-			if aerr := o.q.Abort(it.Lease); aerr != nil {
-				return c.fail("write stdout: %v; giving item %d back: %v (it is handed out again after its lease)", err, it.Offset, aerr)
+			switch {
+			case maxN < 0:
+				return c.usageErr("--max %d is negative", maxN)
+			case wait < 0:
+				return c.usageErr("--wait %s is negative", formatDuration(wait))
+			case leaseFor <= 0:
+				return c.usageErr("--lease %s: want a positive duration", formatDuration(leaseFor))
+			case format != "text" && format != "json":
+				return c.usageErr("--format %q: want text or json", format)
 			}
-			return c.fail("write stdout: %v (item %d is not removed)", err, it.Offset)
-		}
-		if err := o.q.Confirm(it.Lease); err != nil {
-			return c.fail("item %d was printed but not removed (it will be handed out again): %v", it.Offset, err)
-		}
-	}
-	if err := o.close(); err != nil {
-		return c.fail("%v", err)
-	}
-	return exitOK
+			o, code := openQueue(c, dir, name, false, storage.Options{}, queue.Options{LeaseTimeout: leaseFor})
+			if o == nil {
+				return code
+			}
+			defer o.close()
+			ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if wait > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, wait)
+				defer cancel()
+			} else {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				cancel() // a poll: Open takes what is there
+			}
+			w := bufio.NewWriter(e.stdout)
+			for n := 0; maxN == 0 || n < maxN; n++ {
+				it, err := o.q.Open(ctx)
+				if err != nil {
+					if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+						break
+					}
+					return c.fail("%v", err)
+				}
+				if err := printQueueItem(w, &it, format == "json"); err != nil {
+					if aerr := o.q.Abort(it.Lease); aerr != nil {
+						return c.fail("write stdout: %v; giving item %d back: %v (it is handed out again after its lease)", err, it.Offset, aerr)
+					}
+					return c.fail("write stdout: %v (item %d is not removed)", err, it.Offset)
+				}
+				if err := o.q.Confirm(it.Lease); err != nil {
+					return c.fail("item %d was printed but not removed (it will be handed out again): %v", it.Offset, err)
+				}
+			}
+			if err := o.close(); err != nil {
+				return c.fail("%v", err)
+			}
+			return exitOK
+		})
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "data directory (required)")
+	f.StringVar(&name, "queue", "", "queue name (required)")
+	f.IntVar(&maxN, "max", 1, "hand out at most this many items (0: all there are)")
+	durationFlag(f, &wait, "wait", 0, "wait up to this long in all for items to arrive (0: do not wait)")
+	durationFlag(f, &leaseFor, "lease", queue.DefaultLeaseTimeout, "lease of each item until it is printed and confirmed")
+	f.StringVar(&format, "format", "text", "output format: text or json")
+	return cmd
 }
 
 const queuePeekDesc = `
@@ -328,44 +314,46 @@ order, without handing them out. Expired items are left out.`
 const queuePeekExample = `
 seglog queue peek --dir /var/lib/seglog --queue jobs --max 5 --format json`
 
-func runQueuePeek(e *env, args []string) int {
-	c := newCLI(e, "seglog queue peek", "seglog queue peek --dir DIR --queue Q [--max N] [--format text|json]", queuePeekDesc, queuePeekExample)
-	dir := c.fs.String("dir", "", "data directory (required)")
-	name := c.fs.String("queue", "", "queue name (required)")
-	maxN := c.fs.Int("max", 10, "print at most this many items")
-	format := c.fs.String("format", "text", "output format: text or json")
-	pos, code, ok := c.parse(args)
-	if !ok {
-		return code
-	}
-	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir, "queue", *name); bad {
-		return code
-	}
-	switch {
-	case *maxN < 1:
-		return c.usageErr("--max %d: want at least 1", *maxN)
-	case *format != "text" && *format != "json":
-		return c.usageErr("--format %q: want text or json", *format)
-	}
-	o, code := openQueue(c, *dir, *name, false, storage.Options{}, queue.Options{SweepInterval: -1})
-	if o == nil {
-		return code
-	}
-	defer o.close()
-	items, err := o.q.Peek(*maxN)
-	if err != nil {
-		return c.fail("%v", err)
-	}
-	w := bufio.NewWriter(e.stdout)
-	for i := range items {
-		if err := printQueueItem(w, &items[i], *format == "json"); err != nil {
-			return c.fail("write stdout: %v", err)
-		}
-	}
-	if err := o.close(); err != nil {
-		return c.fail("%v", err)
-	}
-	return exitOK
+func queuePeekCommand(e *env) *cobra.Command {
+	var dir, name, format string
+	var maxN int
+	cmd := command(e, "peek", "show the items get would hand out next", queuePeekDesc, queuePeekExample,
+		func(c *cli, pos []string) int {
+			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "queue", name); bad {
+				return code
+			}
+			switch {
+			case maxN < 1:
+				return c.usageErr("--max %d: want at least 1", maxN)
+			case format != "text" && format != "json":
+				return c.usageErr("--format %q: want text or json", format)
+			}
+			o, code := openQueue(c, dir, name, false, storage.Options{}, queue.Options{SweepInterval: -1})
+			if o == nil {
+				return code
+			}
+			defer o.close()
+			items, err := o.q.Peek(maxN)
+			if err != nil {
+				return c.fail("%v", err)
+			}
+			w := bufio.NewWriter(e.stdout)
+			for i := range items {
+				if err := printQueueItem(w, &items[i], format == "json"); err != nil {
+					return c.fail("write stdout: %v", err)
+				}
+			}
+			if err := o.close(); err != nil {
+				return c.fail("%v", err)
+			}
+			return exitOK
+		})
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "data directory (required)")
+	f.StringVar(&name, "queue", "", "queue name (required)")
+	f.IntVar(&maxN, "max", 10, "print at most this many items")
+	f.StringVar(&format, "format", "text", "output format: text or json")
+	return cmd
 }
 
 const queueStatsDesc = `
@@ -387,69 +375,71 @@ type queueStatsRow struct {
 	ConfirmedAbove int64  `json:"confirmed_above"`
 }
 
-func runQueueStats(e *env, args []string) int {
-	c := newCLI(e, "seglog queue stats", "seglog queue stats --dir DIR [--queue Q] [--json]", queueStatsDesc, queueStatsExample)
-	dir := c.fs.String("dir", "", "data directory (required)")
-	name := c.fs.String("queue", "", "show only this queue")
-	asJSON := c.fs.Bool("json", false, "print one JSON object per queue per line instead of a table")
-	pos, code, ok := c.parse(args)
-	if !ok {
-		return code
-	}
-	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir); bad {
-		return code
-	}
-	names := []string{*name}
-	if *name == "" {
-		store, code := openStore(c, *dir, false, storage.StoreOptions{})
-		if store == nil {
-			return code
-		}
-		ost, err := openOffsets(*dir)
-		if err != nil {
-			store.Close()
-			return c.fail("%v", err)
-		}
-		names = names[:0]
-		for _, t := range store.Topics() {
-			for _, g := range ost.Readers(t.Name) {
-				if g == queue.Group {
-					names = append(names, t.Name)
+func queueStatsCommand(e *env) *cobra.Command {
+	var dir, name string
+	var asJSON bool
+	cmd := command(e, "stats", "show queue positions and backlog", queueStatsDesc, queueStatsExample,
+		func(c *cli, pos []string) int {
+			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir); bad {
+				return code
+			}
+			names := []string{name}
+			if name == "" {
+				store, code := openStore(c, dir, false, storage.StoreOptions{})
+				if store == nil {
+					return code
+				}
+				ost, err := openOffsets(dir)
+				if err != nil {
+					store.Close()
+					return c.fail("%v", err)
+				}
+				names = names[:0]
+				for _, t := range store.Topics() {
+					for _, g := range ost.Readers(t.Name) {
+						if g == queue.Group {
+							names = append(names, t.Name)
+						}
+					}
+				}
+				ost.Close()
+				store.Close()
+			}
+			var rows []queueStatsRow
+			for _, n := range names {
+				o, code := openQueue(c, dir, n, false, storage.Options{}, queue.Options{SweepInterval: -1})
+				if o == nil {
+					return code
+				}
+				st := o.q.Stats()
+				rows = append(rows, queueStatsRow{Queue: n, Position: st.Head, End: st.End, Pending: st.Pending, ConfirmedAbove: st.ConfirmedAbove})
+				if err := o.close(); err != nil {
+					return c.fail("%v", err)
 				}
 			}
-		}
-		ost.Close()
-		store.Close()
-	}
-	var rows []queueStatsRow
-	for _, n := range names {
-		o, code := openQueue(c, *dir, n, false, storage.Options{}, queue.Options{SweepInterval: -1})
-		if o == nil {
-			return code
-		}
-		st := o.q.Stats()
-		rows = append(rows, queueStatsRow{Queue: n, Position: st.Head, End: st.End, Pending: st.Pending, ConfirmedAbove: st.ConfirmedAbove})
-		if err := o.close(); err != nil {
-			return c.fail("%v", err)
-		}
-	}
-	w := bufio.NewWriter(e.stdout)
-	if *asJSON {
-		for _, r := range rows {
-			_ = writeJSONLine(w, r)
-		}
-	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "QUEUE\tPOSITION\tEND\tPENDING\tCONFIRMED-ABOVE")
-		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", r.Queue, r.Position, r.End, r.Pending, r.ConfirmedAbove)
-		}
-		tw.Flush()
-	}
-	if err := w.Flush(); err != nil {
-		return c.fail("write output: %v", err)
-	}
-	return exitOK
+			w := bufio.NewWriter(e.stdout)
+			if asJSON {
+				for _, r := range rows {
+					_ = writeJSONLine(w, r)
+				}
+			} else {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "QUEUE\tPOSITION\tEND\tPENDING\tCONFIRMED-ABOVE")
+				for _, r := range rows {
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", r.Queue, r.Position, r.End, r.Pending, r.ConfirmedAbove)
+				}
+				tw.Flush()
+			}
+			if err := w.Flush(); err != nil {
+				return c.fail("write output: %v", err)
+			}
+			return exitOK
+		})
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "data directory (required)")
+	f.StringVar(&name, "queue", "", "show only this queue")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per queue per line instead of a table")
+	return cmd
 }
 
 // queueItemJSON is an item as get and peek --format json print it.

@@ -143,7 +143,7 @@ func TestQueueGetAfterUnconfirmedOpen(t *testing.T) {
 	r := seglog(t, "a\nb\n", "queue", "put", "--dir", dir, "--queue", "q")
 	require.Equal(t, 0, r.code, r.stderr)
 	// Out of order: b confirmed, a left open and dropped.
-	o, code := openQueue(newCLI(&env{ctx: context.Background(), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, fs: vfs.Default}, "t", "", "", ""),
+	o, code := openQueue(&cli{name: "t", e: &env{ctx: context.Background(), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, fs: vfs.Default}},
 		dir, "q", false, storage.Options{}, queue.Options{SweepInterval: -1})
 	require.Equal(t, 0, code)
 	a, err := o.q.Open(context.Background())
@@ -198,7 +198,7 @@ func TestQueueHelpAndUsage(t *testing.T) {
 		assert.Contains(t, r.stdout, "seglog queue", "%v", args)
 	}
 	r := seglog(t, "", "--help")
-	assert.Contains(t, r.stdout, "  queue      put, get and peek items of a Kestrel-style queue\n")
+	assert.Contains(t, r.stdout, "  queue       put, get and peek items of a Kestrel-style queue\n")
 
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -211,11 +211,11 @@ func TestQueueHelpAndUsage(t *testing.T) {
 		{[]string{"queue", "get", "--dir", dir}, "--queue is required"},
 		{[]string{"queue", "put", "--dir", dir, "--queue", "q", "file.txt"}, "items come from stdin"},
 		{[]string{"queue", "put", "--dir", dir, "--queue", "q", "--ttl", "-1s"}, "--ttl -1s is negative"},
-		{[]string{"queue", "put", "--dir", dir, "--queue", "q", "--sync", "interval"}, "--sync"},
+		{[]string{"queue", "put", "--dir", dir, "--queue", "q", "--sync", "none"}, `--sync "none": want never, every-n, interval, always`},
 		{[]string{"queue", "put", "--dir", dir, "--queue", "../q"}, "invalid topic"},
 		{[]string{"queue", "get", "--dir", dir, "--queue", "q", "--max", "-1"}, "--max -1 is negative"},
 		{[]string{"queue", "get", "--dir", dir, "--queue", "q", "--wait", "-1s"}, "--wait -1s is negative"},
-		{[]string{"queue", "get", "--dir", dir, "--queue", "q", "--lease", "0s"}, "--lease 0s"},
+		{[]string{"queue", "get", "--dir", dir, "--queue", "q", "--lease", "0s"}, "--lease 0: want a positive duration"},
 		{[]string{"queue", "get", "--dir", dir, "--queue", "q", "--format", "xml"}, "--format"},
 		{[]string{"queue", "peek", "--dir", dir, "--queue", "q", "--max", "0"}, "--max 0"},
 		{[]string{"queue", "stats", "--dir", dir, "extra"}, `unexpected argument "extra"`},

@@ -2,81 +2,119 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"text/tabwriter"
 
 	"github.com/seglog/seglog/retention"
 	"github.com/seglog/seglog/storage"
+	"github.com/spf13/cobra"
 )
 
 const retentionDesc = `
 Run the retention cleaner once over every partition of every topic and
 print each segment it deleted (or, with --dry-run, would delete): topic,
 partition, its offsets [base, next), bytes and the policy that chose it.
-Policies combine with OR; at least one of --consumed, --max-age and
---max-bytes is required:
+
+Each topic's own retention (seglog topics create/alter --retention-age,
+--retention-bytes, --retention-consumed) applies to it; the flags below
+apply to the topics that set none. Policies combine with OR:
   --consumed       delete segments that every consumer group reading the
                    topic has committed past (a topic no group reads keeps
                    everything)
   --max-age D      delete segments whose newest record is older than D
-  --max-bytes N    delete the oldest segments while a partition is over N bytes
+  --max-bytes N    delete the oldest segments while a partition is over N
 Only a prefix of each partition goes, the active segment never does, and
 --min-segments keeps at least that many. A partition that fails is
-reported on stderr and the exit code is 1; the others are still cleaned.`
+reported on stderr and the exit code is 1; the others are still cleaned.
+
+Deleting needs the data directory to itself: the process that writes the
+logs (a producer, a broker) must be the one that deletes their segments,
+so beside one this refuses; --dry-run works beside it (read-only). The
+consumed policy reads the offset store read-only.`
 
 const retentionExample = `
-seglog retention --dir /var/lib/seglog --dry-run --max-age 168h
-seglog retention --dir /var/lib/seglog --consumed --max-bytes 10737418240 --min-segments 2`
+seglog retention --dir /var/lib/seglog --dry-run
+seglog retention --dir /var/lib/seglog --max-age 7d
+seglog retention --dir /var/lib/seglog --consumed --max-bytes 10GiB --min-segments 2`
 
-func runRetention(e *env, args []string) int {
-	c := newCLI(e, "seglog retention", "seglog retention --dir DIR [--dry-run] [--consumed] [--max-age D] [--max-bytes N] [--min-segments N]", retentionDesc, retentionExample)
-	dir := c.fs.String("dir", "", "data directory (required)")
-	dryRun := c.fs.Bool("dry-run", false, "print what would be deleted; delete nothing")
+func retentionCommand(e *env) *cobra.Command {
+	var dir string
+	var dryRun, asJSON bool
 	var p retention.Policy
-	c.fs.BoolVar(&p.Consumed, "consumed", false, "delete segments every reading consumer group has consumed")
-	c.fs.DurationVar(&p.MaxAge, "max-age", 0, "delete segments whose newest record is older than this (e.g. 168h)")
-	c.fs.Int64Var(&p.MaxBytes, "max-bytes", 0, "per partition byte budget: delete the oldest segments while over it")
-	c.fs.IntVar(&p.MinSegments, "min-segments", 0, "keep at least this many segments per partition (the active one always stays)")
-	asJSON := c.fs.Bool("json", false, "print one JSON object per deletion per line instead of a table")
-	pos, code, ok := c.parse(args)
-	if !ok {
+	cmd := command(e, "retention", "run the retention cleaner once", retentionDesc, retentionExample,
+		func(c *cli, pos []string) int {
+			return runRetention(c, pos, dir, dryRun, asJSON, p)
+		})
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "data directory (required)")
+	f.BoolVar(&dryRun, "dry-run", false, "print what would be deleted; delete nothing (read-only)")
+	f.BoolVar(&p.Consumed, "consumed", false, "delete segments every reading consumer group has consumed")
+	durationFlag(f, &p.MaxAge, "max-age", 0, "delete segments whose newest record is older than this (e.g. 7d)")
+	sizeFlag(f, &p.MaxBytes, "max-bytes", 0, "per partition size budget: delete the oldest segments while over it (e.g. 10GiB)")
+	f.IntVar(&p.MinSegments, "min-segments", 0, "keep at least this many segments per partition (the active one always stays)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per deletion per line instead of a table")
+	_ = cmd.MarkFlagDirname("dir")
+	return cmd
+}
+
+func runRetention(c *cli, pos []string, dir string, dryRun, asJSON bool, p retention.Policy) int {
+	if code, bad := c.required(pos, "unexpected argument %q", "dir", dir); bad {
 		return code
 	}
-	if code, bad := c.required(pos, "unexpected argument %q", "dir", *dir); bad {
-		return code
+	if p.MinSegments < 0 {
+		return c.usageErr("--min-segments %d is negative", p.MinSegments)
 	}
-	switch {
-	case p.MaxAge < 0 || p.MaxBytes < 0 || p.MinSegments < 0:
-		return c.usageErr("--max-age, --max-bytes and --min-segments must not be negative")
-	case !p.Enabled():
-		return c.usageErr("no policy: give --consumed, --max-age or --max-bytes")
-	}
-	store, code := openStore(c, *dir, false, storage.StoreOptions{})
+	opts := storage.StoreOptions{Log: storage.Options{FS: c.e.fs, ReadOnly: dryRun}}
+	store, code := openStore(c, dir, false, opts)
 	if store == nil {
 		return code
 	}
 	defer store.Close()
-	var consumed retention.Consumed
-	if p.Consumed {
-		if _, err := os.Stat(filepath.Join(*dir, "offsets")); errors.Is(err, os.ErrNotExist) {
-			c.warn("%s has no offset store: no group reads any topic, so nothing counts as consumed", *dir)
-		}
-		ost, err := openOffsets(*dir)
+	// Does any policy that applies read the consumer offsets?
+	needOffsets := p.Consumed
+	anyPolicy := p.Enabled()
+	for _, t := range store.Topics() {
+		cfg, err := store.TopicConfig(t.Name)
 		if err != nil {
 			return c.fail("%v", err)
 		}
-		defer ost.Close()
-		consumed = ost
+		needOffsets = needOffsets || cfg.RetentionConsumed
+		anyPolicy = anyPolicy || cfg.RetentionConsumed || cfg.RetentionAge > 0 || cfg.RetentionBytes > 0
 	}
-	cl, err := retention.New(store, consumed, retention.Options{Default: p, DryRun: *dryRun})
-	if err != nil {
-		return c.fail("%v", err)
+	if !anyPolicy {
+		return c.usageErr("no policy: no topic has its own retention; give --consumed, --max-age or --max-bytes")
 	}
-	defer cl.Close()
-	rep, err := cl.RunOnce(e.ctx)
+	var consumed retention.Consumed
+	if needOffsets {
+		ost, closeOst, err := readOffsets(dir, nil)
+		switch {
+		case errors.Is(err, errNoOffsetStore):
+			c.warn("%s has no offset store: no group reads any topic, so nothing counts as consumed", dir)
+			consumed = noReaders{}
+		case err != nil:
+			return c.fail("%v", err)
+		default:
+			defer closeOst()
+			consumed = ost
+		}
+	}
+	e := c.e
+	rep, err := runCleaner(e.ctx, store, consumed, p, dryRun)
+	// Beside a writer (a dry run is read-only), the writer's own
+	// retention may delete a segment that this listed: a read-only log
+	// does not notice (see missingSegments), so look again with a fresh
+	// open.
+	for try := 0; err == nil && dryRun && try < 3 && missingSegments(rep); try++ {
+		fresh, code := openStore(c, dir, false, opts)
+		if fresh == nil {
+			return code
+		}
+		defer fresh.Close()
+		rep, err = runCleaner(e.ctx, fresh, consumed, p, dryRun)
+	}
 	if err != nil {
 		return c.fail("%v", err)
 	}
@@ -85,7 +123,7 @@ func runRetention(e *env, args []string) int {
 	if rep.DryRun {
 		verb = "would delete"
 	}
-	if *asJSON {
+	if asJSON {
 		for _, d := range rep.Deletions {
 			_ = writeJSONLine(w, struct {
 				Topic      string `json:"topic"`
@@ -106,7 +144,7 @@ func runRetention(e *env, args []string) int {
 			}
 			tw.Flush()
 		}
-		fmt.Fprintf(w, "%s %d segments, %s, in %d partitions examined\n", verb, len(rep.Deletions), humanBytes(rep.Bytes()), rep.Partitions)
+		fmt.Fprintf(w, "%s %s, %s, in %s examined\n", verb, plural(int64(len(rep.Deletions)), "segment"), humanBytes(rep.Bytes()), plural(int64(rep.Partitions), "partition"))
 	}
 	if err := w.Flush(); err != nil {
 		return c.fail("write output: %v", err)
@@ -118,4 +156,38 @@ func runRetention(e *env, args []string) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// noReaders is the consumer progress of a data directory without an
+// offset store: no group reads any topic.
+type noReaders struct{}
+
+// MinCommitted says no group reads the topic.
+func (noReaders) MinCommitted(string, int32) (int64, bool) { return 0, false }
+
+// runCleaner runs the retention cleaner once over store.
+func runCleaner(ctx context.Context, store *storage.Store, consumed retention.Consumed, p retention.Policy, dryRun bool) (retention.Report, error) {
+	cl, err := retention.New(store, consumed, retention.Options{Default: p, DryRun: dryRun})
+	if err != nil {
+		return retention.Report{}, err
+	}
+	defer cl.Close()
+	return cl.RunOnce(ctx)
+}
+
+// missingSegments reports whether a run failed only on partitions where a
+// segment file it listed was gone. A read-only log opened between a
+// writer's advance of its start offset and the removal of the segments
+// below it keeps those segments in its list, and Refresh does not drop
+// them (the start it reads back has not moved since the open).
+func missingSegments(rep retention.Report) bool {
+	if len(rep.Failures) == 0 {
+		return false
+	}
+	for _, f := range rep.Failures {
+		if !errors.Is(f.Err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
 }

@@ -54,7 +54,7 @@ func TestLargeBatches(t *testing.T) {
 			r := seglog(t, "", "verify", "--deep", dir)
 			assert.Equal(t, 0, r.code, r.stderr)
 			assert.Empty(t, r.stderr)
-			assert.Contains(t, r.stdout, "big-0: 1 segments, 5 batches, "+itoa(nrec)+" records")
+			assert.Contains(t, r.stdout, "big-0: 1 segment, 5 batches, "+itoa(nrec)+" records")
 
 			r = seglog(t, "", "dump", "--verify-index", logPath)
 			assert.Equal(t, 0, r.code, r.stderr)

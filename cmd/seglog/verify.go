@@ -2,18 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
+	"github.com/spf13/cobra"
 )
 
 const verifyDesc = `
@@ -47,32 +46,39 @@ const verifyExample = `
 seglog verify /var/lib/seglog
 seglog verify --deep /var/lib/seglog/orders-3 || echo "damaged: see stderr"`
 
-func runVerify(e *env, args []string) int {
-	c := newCLI(e, "seglog verify", "seglog verify [flags] DIR", verifyDesc, verifyExample)
-	deep := c.fs.Bool("deep", false, "also decode every record of every batch (slower: decompresses)")
-	pos, code, ok := c.parse(args)
-	if !ok {
-		return code
-	}
-	if len(pos) != 1 {
-		return c.usageErr("want exactly one DIR, got %d arguments", len(pos))
-	}
-	dir := pos[0]
-	if err := requireDir(dir); err != nil {
-		return c.fail("%v", err)
-	}
-	w := bufio.NewWriter(e.stdout)
-	v := &verifier{w: w, stderr: e.stderr, name: c.name, deep: *deep, parts: map[string]partSummary{}}
-	v.run(dir)
-	fmt.Fprintf(w, "verified %s: %d partitions of %d topics, %d segments, %d batches, %d records, %s: %d errors, %d warnings\n",
-		dir, v.nParts, v.nTopics, v.nSegs, v.nBatches, v.nRecords, humanBytes(v.nBytes), v.errors, v.warnings)
-	if err := w.Flush(); err != nil {
-		return c.fail("write output: %v", err)
-	}
-	if v.errors > 0 {
-		return exitFailure
-	}
-	return exitOK
+func verifyCommand(e *env) *cobra.Command {
+	var deep bool
+	var dirFlag string
+	cmd := command(e, "verify [flags] DIR", "check every partition of a data directory, read-only", verifyDesc, verifyExample,
+		func(c *cli, pos []string) int {
+			if dirFlag != "" {
+				pos = append([]string{dirFlag}, pos...)
+			}
+			if len(pos) != 1 {
+				return c.usageErr("want one DIR (or --dir DIR), got %d", len(pos))
+			}
+			dir := pos[0]
+			if err := requireDir(dir); err != nil {
+				return c.fail("%v", err)
+			}
+			w := bufio.NewWriter(e.stdout)
+			v := &verifier{w: w, stderr: e.stderr, name: c.name, deep: deep, parts: map[string]partSummary{}}
+			v.run(dir)
+			fmt.Fprintf(w, "verified %s: %s of %s, %s, %s, %s, %s: %s, %s\n",
+				dir, plural(int64(v.nParts), "partition"), plural(int64(v.nTopics), "topic"), plural(int64(v.nSegs), "segment"),
+				plural(v.nBatches, "batch"), plural(v.nRecords, "record"), humanBytes(v.nBytes), plural(int64(v.errors), "error"), plural(int64(v.warnings), "warning"))
+			if err := w.Flush(); err != nil {
+				return c.fail("write output: %v", err)
+			}
+			if v.errors > 0 {
+				return exitFailure
+			}
+			return exitOK
+		})
+	cmd.Flags().StringVar(&dirFlag, "dir", "", "the data directory (or partition directory) to check; the same as the DIR argument")
+	cmd.Flags().BoolVar(&deep, "deep", false, "also decode every record of every batch (slower: decompresses)")
+	cmd.MarkFlagDirname("dir")
+	return cmd
 }
 
 type partSummary struct {
@@ -108,144 +114,91 @@ func (v *verifier) warnf(format string, args ...any) {
 }
 
 func (v *verifier) run(dir string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		v.errorf("%s: %v", dir, unwrapPathErr(err))
-		return
-	}
-	// A single partition directory? Named like one, and holding segment
-	// files, or nothing that a data root holds (a partition never
-	// written to is an empty directory).
-	if _, _, ok := storage.ParsePartitionDir(filepath.Base(filepath.Clean(dir))); ok && (hasSegmentFiles(entries) || !hasPartitionDirs(entries)) {
+	// A single partition directory?
+	if storage.IsPartitionDir(dir) {
 		v.nTopics = 1
 		v.partition(dir, filepath.Base(filepath.Clean(dir)))
 		return
 	}
-	topics := map[string][]int32{}
-	var names []string
-	for _, e := range entries {
-		name := e.Name()
-		path := filepath.Join(dir, name)
-		if strings.HasSuffix(name, ".deleted") {
-			v.warnf("%s: left by a topic deletion that was interrupted; the next open of the store removes it", path)
-			continue
-		}
-		topic, p, ok := storage.ParsePartitionDir(name)
-		if !ok {
-			continue // the offsets store, markers, an operator's notes
-		}
-		if e.Type()&os.ModeSymlink != 0 {
-			v.errorf("%s: a symbolic link; partition directories must be real directories (the store refuses to open)", path)
-			continue
-		}
-		if !e.IsDir() {
-			continue
-		}
-		topics[topic] = append(topics[topic], p)
-		names = append(names, name)
+	offs := readOffsetsFirst(dir)
+	rl, err := storage.ListRoot(dir)
+	if err != nil {
+		v.errorf("%v", fileErr(dir, err))
+		return
 	}
-	for topic, ps := range topics {
-		slices.Sort(ps)
-		for i, p := range ps {
-			if p != int32(i) {
-				v.errorf("%s: topic %s has partition %d but not %d (the store refuses to open)", dir, topic, p, i)
-				break
+	for _, name := range rl.Leftovers {
+		v.warnf("%s: left by a topic deletion that was interrupted; the next open of the store removes it", filepath.Join(dir, name))
+	}
+	if rl.Refused != nil {
+		v.errorf("%v (the store refuses to open)", rl.Refused)
+	}
+	topics := map[string]bool{}
+	for _, p := range rl.Partitions {
+		if p.Symlink {
+			if rl.Refused == nil {
+				v.errorf("%s: a symbolic link; partition directories must be real directories (the store refuses to open)", filepath.Join(dir, p.Name))
 			}
+			continue
 		}
+		topics[p.Topic] = true
 	}
 	v.nTopics = len(topics)
-	slices.SortFunc(names, comparePartitionDirs)
-	for _, name := range names {
-		v.partition(filepath.Join(dir, name), name)
-	}
-	v.offsetStore(filepath.Join(dir, "offsets"))
-}
-
-// comparePartitionDirs orders by topic, then partition number.
-func comparePartitionDirs(a, b string) int {
-	ta, pa, _ := storage.ParsePartitionDir(a)
-	tb, pb, _ := storage.ParsePartitionDir(b)
-	if c := strings.Compare(ta, tb); c != 0 {
-		return c
-	}
-	return int(pa) - int(pb)
-}
-
-// hasPartitionDirs reports whether entries hold a partition directory or
-// the offset store: what a data root holds.
-func hasPartitionDirs(entries []os.DirEntry) bool {
-	for _, e := range entries {
-		if _, _, ok := storage.ParsePartitionDir(e.Name()); ok || e.Name() == "offsets" {
-			return true
+	for _, p := range rl.Partitions {
+		if !p.Symlink {
+			v.partition(filepath.Join(dir, p.Name), p.Name)
 		}
 	}
-	return false
+	v.offsetStore(dir, offs)
 }
 
-func hasSegmentFiles(entries []os.DirEntry) bool {
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), segment.LogSuffix) {
-			return true
-		}
-	}
-	return false
-}
-
+// partition checks one partition directory. Beside a writer (the
+// partition's or the data root's lock is held), what it reads may change
+// under it: a segment rolls, retention deletes one, a checkpoint is
+// replaced, an index is trimmed. So a live partition with errors is
+// checked again (three times in all) and only the last check reported.
 func (v *verifier) partition(dir, name string) {
+	live := inUse(dir) || inUse(filepath.Dir(filepath.Clean(dir)))
+	for attempt := 1; ; attempt++ {
+		saved := *v
+		var out, errOut bytes.Buffer
+		v.w, v.stderr = bufio.NewWriter(&out), &errOut
+		v.partitionOnce(dir, name, live)
+		_ = v.w.Flush()
+		if !live || v.partErrs == 0 || attempt == 3 {
+			v.w, v.stderr = saved.w, saved.stderr
+			_ = v.w.Flush()
+			_, _ = v.stderr.Write(errOut.Bytes())
+			_, _ = v.w.Write(out.Bytes())
+			return
+		}
+		parts := v.parts
+		*v = saved
+		v.parts = parts
+		delete(v.parts, name)
+	}
+}
+
+func (v *verifier) partitionOnce(dir, name string, live bool) {
 	v.nParts++
 	v.partErrs, v.partWarns = 0, 0
-	entries, err := os.ReadDir(dir)
+	pl, err := storage.ListPartition(dir)
 	if err != nil {
-		v.errorf("%s: %v", dir, unwrapPathErr(err))
+		v.errorf("%v", fileErr(dir, err))
 		fmt.Fprintf(v.w, "%s: unreadable\n", name)
 		return
 	}
-	var bases []int64
-	logs := map[int64]bool{}
-	clean := false
-	for _, e := range entries {
-		fname := e.Name()
-		path := filepath.Join(dir, fname)
-		if fname == ".clean-shutdown" {
-			clean = true
-			continue
-		}
-		if strings.HasSuffix(fname, ".tmp") || strings.HasSuffix(fname, ".deleted") {
-			v.warnf("%s: left by an interrupted write or deletion; the next open removes it", path)
-			continue
-		}
-		var suffix string
-		for _, s := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
-			if strings.HasSuffix(fname, s) {
-				suffix = s
+	for _, f := range pl.Files {
+		path := filepath.Join(dir, f.Name)
+		switch f.Kind {
+		case storage.FileLeftover:
+			if !live { // beside a writer: a file it is writing now
+				v.warnf("%s: %s; the next open removes it", path, f.Why)
 			}
-		}
-		if suffix == "" {
-			continue
-		}
-		base, ok := segment.ParseFileName(fname, suffix)
-		if !ok {
-			v.errorf("%s: unexpected file name: segment files are named by 20 decimal digits (the log refuses to open)", path)
-			continue
-		}
-		if !e.Type().IsRegular() {
-			v.errorf("%s: not a regular file (symbolic links are refused; the log refuses to open)", path)
-			continue
-		}
-		if suffix == segment.LogSuffix {
-			bases = append(bases, base)
-			logs[base] = true
+		case storage.FileRefused:
+			v.errorf("%s: %s (the log refuses to open)", path, f.Why)
 		}
 	}
-	for _, e := range entries {
-		for _, s := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
-			if base, ok := segment.ParseFileName(e.Name(), s); ok && !logs[base] {
-				v.warnf("%s: an index without its .log, left by an interrupted deletion; the next open removes it", filepath.Join(dir, e.Name()))
-			}
-		}
-	}
-	slices.Sort(bases)
-
+	bases, clean := pl.Segments, pl.Clean
 	startCkpt, haveStart, err := storage.ReadCheckpoint(dir, storage.LogStartOffsetFile)
 	if err != nil {
 		v.errorf("%s: %v", filepath.Join(dir, storage.LogStartOffsetFile), err)
@@ -276,9 +229,6 @@ func (v *verifier) partition(dir, name string) {
 				filepath.Join(dir, segment.FileName(bases[i], segment.LogSuffix)), startCkpt)
 		}
 	}
-	// A writer holding the partition's or the data root's lock appends
-	// while this runs.
-	live := inUse(dir) || inUse(filepath.Dir(filepath.Clean(dir)))
 	var size, batches, records int64
 	var end int64
 	for i, base := range bases {
@@ -319,16 +269,16 @@ func (v *verifier) partition(dir, name string) {
 	if clean {
 		shutdown = "clean"
 	}
-	fmt.Fprintf(v.w, "%s: %d segments, %d batches, %d records, offsets [%d, %d), %s, recovery point %s, %s shutdown: %s\n",
-		name, len(bases), batches, records, start, end, humanBytes(size), rpText, shutdown, v.partStatus())
+	fmt.Fprintf(v.w, "%s: %s, %s, %s, offsets [%d, %d), %s, recovery point %s, %s shutdown: %s\n",
+		name, plural(int64(len(bases)), "segment"), plural(batches, "batch"), plural(records, "record"), start, end, humanBytes(size), rpText, shutdown, v.partStatus())
 }
 
 func (v *verifier) partStatus() string {
 	switch {
 	case v.partErrs > 0:
-		return fmt.Sprintf("%d ERRORS", v.partErrs)
+		return strings.ToUpper(plural(int64(v.partErrs), "error"))
 	case v.partWarns > 0:
-		return fmt.Sprintf("ok, %d warnings", v.partWarns)
+		return "ok, " + plural(int64(v.partWarns), "warning")
 	}
 	return "ok"
 }
@@ -350,7 +300,7 @@ func (v *verifier) segment(path string, base int64, last, clean, live, haveRP bo
 	defer f.Close()
 	st.size = size
 	chk := loadIndexChecker(path, base, size)
-	s := newLogScanner(f, size, path)
+	s := newBatchWalk(f, size, path)
 	next := base
 	for s.Next() {
 		h := s.Header
@@ -364,7 +314,7 @@ func (v *verifier) segment(path string, base int64, last, clean, live, haveRP bo
 		if h.BaseOffset != next {
 			v.errorf("%s at byte %d: batch base offset %d, expected %d (offsets must follow on)", path, s.Pos, h.BaseOffset, next)
 		}
-		chk.batch(s.Pos, h)
+		chk.Batch(s.Pos, h.BaseOffset, h.MaxTimestamp)
 		next = h.NextOffset()
 		st.batches++
 		st.records += int64(h.RecordCount)
@@ -381,82 +331,84 @@ func (v *verifier) segment(path string, base int64, last, clean, live, haveRP bo
 		}
 	}
 	if last && !clean {
-		if n := chk.dropPastEnd(s.End(), next); n > 0 && !live {
+		if n := chk.DropPastEnd(s.End(), next); n > 0 && !live {
 			v.warnf("%s: %d index entries past the end of the log data (offset %d, byte %d), left by an unclean shutdown: the next open rebuilds the index", path, n, next, s.End())
 		}
 	}
-	chk.finish(s.End())
-	for _, p := range chk.problems {
+	for _, p := range chk.Finish(s.End()) {
 		v.errorf("%s (an index is derived data: the log rebuilds it when its sanity check fails)", p)
 	}
 	return next, st
 }
 
-// offsetStore checks the consumer offset store on a private copy, so
-// that the offsets package's own replay (which may repair) never touches
-// the original.
-func (v *verifier) offsetStore(dir string) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
+// offsetsSnapshot is what verify read of the offset store, before the
+// partitions: committed offsets read before a log's end was can never be
+// past it, unless the log lost records (beside running consumers, offsets
+// read after the logs could be).
+type offsetsSnapshot struct {
+	err       error
+	busy      bool
+	dropped   int64
+	groups    []string
+	positions map[string][]offsets.Position
+	notes     []offsetsNote
+}
+
+type offsetsNote struct {
+	isErr bool
+	msg   string
+}
+
+// readOffsetsFirst reads the data directory dir's offset store with the
+// offsets package's own read-only open.
+func readOffsetsFirst(dir string) *offsetsSnapshot {
+	o := &offsetsSnapshot{busy: offsetStoreBusy(dir), positions: map[string][]offsets.Position{}}
+	st, closeFn, err := readOffsets(dir, func(isErr bool, msg string) {
+		o.notes = append(o.notes, offsetsNote{isErr, msg})
+	})
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer closeFn()
+	o.dropped = st.Stats().DroppedBytes
+	o.groups = st.Groups()
+	for _, g := range o.groups {
+		o.positions[g] = st.Positions(g)
+	}
+	return o
+}
+
+// offsetStore reports on the offset store of the data directory dir, as
+// read before the partitions, checking every committed offset against
+// its partition.
+func (v *verifier) offsetStore(dir string, o *offsetsSnapshot) {
+	v.partErrs, v.partWarns = 0, 0
+	if errors.Is(o.err, errNoOffsetStore) {
 		fmt.Fprintf(v.w, "offsets: no offset store\n")
 		return
 	}
-	v.partErrs, v.partWarns = 0, 0
-	if err != nil {
-		v.errorf("%s: %v", dir, unwrapPathErr(err))
-		fmt.Fprintf(v.w, "offsets: unreadable\n")
-		return
+	if o.busy {
+		fmt.Fprintf(v.w, "offsets: in use by running processes (checked as it was on disk when verify started)\n")
 	}
-	if inUse(filepath.Join(dir, "LOCK")) {
-		fmt.Fprintf(v.w, "offsets: in use by a running process (checking a copy of what is on disk now)\n")
-	}
-	tmp, err := os.MkdirTemp("", "seglog-verify-offsets-")
-	if err != nil {
-		v.errorf("offsets: cannot make a temporary copy to check: %v", err)
-		return
-	}
-	defer os.RemoveAll(tmp)
-	const maxCopy = 4 << 30
-	var total int64
-	for _, e := range entries {
-		name := e.Name()
-		path := filepath.Join(dir, name)
-		switch {
-		case name == "LOCK":
-			continue
-		case name == "snapshot.tmp":
-			v.warnf("%s: a snapshot whose writing was interrupted; the next open removes it", path)
-			continue
-		case name == "snapshot", strings.HasPrefix(name, "journal-"):
-		default:
-			v.warnf("%s: not a file of the offset store", path)
-			continue
-		}
-		if !e.Type().IsRegular() {
-			v.errorf("%s: not a regular file", path)
-			continue
-		}
-		n, err := copyFile(path, filepath.Join(tmp, name), maxCopy-total)
-		total += n
-		if err != nil {
-			v.errorf("%v", err)
-			return
+	for _, n := range o.notes {
+		if n.isErr {
+			v.errorf("%s", n.msg)
+		} else if !o.busy || !strings.Contains(n.msg, "interrupted") {
+			v.warnf("%s", n.msg)
 		}
 	}
-	st, err := offsets.Open(tmp, offsets.Options{Sync: offsets.SyncNever})
-	if err != nil {
-		v.errorf("%s", strings.ReplaceAll(err.Error(), tmp, dir))
+	if o.err != nil {
+		v.errorf("%v", o.err)
 		fmt.Fprintf(v.w, "offsets: %s\n", v.partStatus())
 		return
 	}
-	defer st.Close()
-	if d := st.Stats().DroppedBytes; d > 0 {
-		v.warnf("%s: a torn journal tail of %d bytes (an interrupted commit); the next open drops it", dir, d)
+	if o.dropped > 0 && !o.busy {
+		v.warnf("%s: a torn journal tail of %d bytes (an interrupted commit); the next open drops it", offsetsPath(dir), o.dropped)
 	}
-	groups := st.Groups()
 	npos := 0
-	for _, g := range groups {
-		for _, p := range st.Positions(g) {
+	for _, g := range o.groups {
+		for _, p := range o.positions[g] {
 			npos++
 			name := storage.PartitionDir(p.Topic, p.Partition)
 			ps, ok := v.parts[name]
@@ -466,64 +418,10 @@ func (v *verifier) offsetStore(dir string) {
 			case !ps.ok:
 			case p.Offset > ps.end:
 				v.errorf("offsets: group %q committed offset %d on %s, past the log end %d (was the log truncated?)", g, p.Offset, name, ps.end)
-			case p.Offset < ps.start:
+			case p.Offset < ps.start && !o.busy:
 				v.warnf("offsets: group %q committed offset %d on %s, below the log start %d (retention deleted its records; the consumer resets to the start)", g, p.Offset, name, ps.start)
 			}
 		}
 	}
-	fmt.Fprintf(v.w, "offsets: %d groups, %d committed positions: %s\n", len(groups), npos, v.partStatus())
-}
-
-// inUse reports whether a lock file or directory is locked by a process
-// (the offset store's LOCK, a store's or a log's directory), probing with
-// a shared lock taken and released on a read-only descriptor.
-func inUse(lockPath string) bool {
-	f, err := os.Open(lockPath)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		return errors.Is(err, syscall.EWOULDBLOCK)
-	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return false
-}
-
-// copyFile copies src (opened read-only) to dst, refusing more than limit
-// bytes.
-func copyFile(src, dst string, limit int64) (int64, error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", src, unwrapPathErr(err))
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return 0, fmt.Errorf("temporary copy of %s: %w", src, err)
-	}
-	n, err := io.Copy(out, io.LimitReader(in, limit+1))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return n, fmt.Errorf("%s: copy: %w", src, err)
-	}
-	if n > limit {
-		return n, fmt.Errorf("%s: the offset store is larger than this tool checks", src)
-	}
-	return n, nil
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	fmt.Fprintf(v.w, "offsets: %s, %s: %s\n", plural(int64(len(o.groups)), "group"), plural(int64(npos), "committed position"), v.partStatus())
 }

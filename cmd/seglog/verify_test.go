@@ -37,8 +37,8 @@ func TestVerifyClean(t *testing.T) {
 	assert.Empty(t, r.stderr)
 	assert.Contains(t, r.stdout, "orders-0: ")
 	assert.Contains(t, r.stdout, "orders-1: ")
-	assert.Contains(t, r.stdout, "audit-0: 1 segments, 3 batches, 6 records, offsets [0, 6)")
-	assert.Contains(t, r.stdout, "offsets: 1 groups, 2 committed positions: ok")
+	assert.Contains(t, r.stdout, "audit-0: 1 segment, 3 batches, 6 records, offsets [0, 6)")
+	assert.Contains(t, r.stdout, "offsets: 1 group, 2 committed positions: ok")
 	assert.Contains(t, r.stdout, "3 partitions of 2 topics")
 	assert.Contains(t, r.stdout, ": 0 errors, 0 warnings")
 	assert.Equal(t, before, hashTree(t, root), "verify changed the directory")
@@ -181,18 +181,18 @@ func TestVerifyNeverAppendedPartition(t *testing.T) {
 	}{
 		{"0-byte log without indexes", func(t *testing.T, root string) {
 			removeIndexes(t, root, "t-1")
-		}, 0, "t-1: 1 segments, 0 batches, 0 records, offsets [0, 0), 0 B, recovery point 0, clean shutdown: ok\n", ""},
+		}, 0, "t-1: 1 segment, 0 batches, 0 records, offsets [0, 0), 0 B, recovery point 0, clean shutdown: ok\n", ""},
 		{"0-byte log without indexes, unclean shutdown", func(t *testing.T, root string) {
 			removeIndexes(t, root, "t-1")
 			require.NoError(t, os.Remove(filepath.Join(root, "t-1", ".clean-shutdown")))
-		}, 0, "t-1: 1 segments, 0 batches, 0 records, offsets [0, 0), 0 B, recovery point 0, unclean shutdown: ok\n", ""},
+		}, 0, "t-1: 1 segment, 0 batches, 0 records, offsets [0, 0), 0 B, recovery point 0, unclean shutdown: ok\n", ""},
 		{"empty partition directory", func(t *testing.T, root string) {
 			require.NoError(t, os.RemoveAll(filepath.Join(root, "t-1")))
 			require.NoError(t, os.Mkdir(filepath.Join(root, "t-1"), 0o750))
 		}, 0, "t-1: empty (never written): ok\n", ""},
 		{"non-empty log without indexes", func(t *testing.T, root string) {
 			removeIndexes(t, root, "t-0")
-		}, 1, "t-0: 1 segments, 1 batches, 1 records", "00000000000000000000.index: no such file or directory"},
+		}, 1, "t-0: 1 segment, 1 batch, 1 record", "00000000000000000000.index: missing (no such file or directory)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,14 +224,14 @@ func TestVerifyEmptyPartitionDirectory(t *testing.T) {
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Empty(t, r.stderr)
 	assert.Contains(t, r.stdout, "t-1: empty (never written): ok\n")
-	assert.Contains(t, r.stdout, ": 1 partitions of 1 topics, 0 segments")
+	assert.Contains(t, r.stdout, ": 1 partition of 1 topic, 0 segments")
 
 	// A data root whose name looks like a partition's is still a root.
 	data := filepath.Join(t.TempDir(), "data-1")
 	makeLog(t, data, "x", 1, 2, 2, 0)
 	r = seglog(t, "", "verify", data)
 	assert.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "x-0: 1 segments")
+	assert.Contains(t, r.stdout, "x-0: 1 segment, ")
 }
 
 // TestVerifyBesideAWriter: index entries past the end of the log data
@@ -290,7 +290,7 @@ func TestVerifyBesideAWriter(t *testing.T) {
 			}
 			r := seglog(t, "", "verify", root)
 			assert.Equal(t, tc.code, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
-			assert.Contains(t, r.stdout, "t-0: 1 segments, 15 batches, 75 records")
+			assert.Contains(t, r.stdout, "t-0: 1 segment, 15 batches, 75 records")
 			if tc.stderr == nil {
 				assert.NotContains(t, r.stderr, "index")
 				assert.NotContains(t, r.stderr, "torn")

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seglog/seglog/offsets"
+	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/storage"
+)
+
+const describeDesc = `
+Describe a topic, read-only (also beside a running producer or broker):
+its configuration (each setting, or the default that applies), and per
+partition the log start and end offsets, the high watermark (the
+replicated offset that a broker sets; a log that no broker replicates
+keeps it at its start), the recovery point (offsets below it are known
+fsynced: a crash loses none of them),
+the segments (base offset, records, size, the first batch's timestamp and
+the newest record's timestamp, in UTC), and per consumer group reading the
+topic its committed offset and lag (log end - committed; "-" when the
+group has not committed on the partition, which then counts the whole
+log).
+
+--json prints one JSON document: {"topic", "partitions", "config": [{"name",
+"value", "default"}], "partition_info": [{"partition", "start_offset",
+"end_offset", "high_watermark", "recovery_point", "segments": [{"base_offset",
+"next_offset", "records", "bytes", "first_timestamp", "max_timestamp",
+"active"}], "groups": [{"group", "committed", "lag"}]}]}; timestamps are
+ms since the epoch, -1 for none; null where there is no value.`
+
+const describeExample = `
+seglog describe --dir /var/lib/seglog --topic orders
+seglog describe --dir /var/lib/seglog --topic orders --partition 3 --json | jq '.partition_info[0].groups'`
+
+type describeSegment struct {
+	BaseOffset     int64 `json:"base_offset"`
+	NextOffset     int64 `json:"next_offset"`
+	Records        int64 `json:"records"`
+	Bytes          int64 `json:"bytes"`
+	FirstTimestamp int64 `json:"first_timestamp"`
+	MaxTimestamp   int64 `json:"max_timestamp"`
+	Active         bool  `json:"active"`
+}
+
+type describeGroup struct {
+	Group     string `json:"group"`
+	Committed *int64 `json:"committed"`
+	Lag       int64  `json:"lag"`
+}
+
+type describePartition struct {
+	Partition     int32             `json:"partition"`
+	Dir           string            `json:"dir"`
+	StartOffset   int64             `json:"start_offset"`
+	EndOffset     int64             `json:"end_offset"`
+	HighWatermark *int64            `json:"high_watermark"` // null: none set (not replicated)
+	RecoveryPoint *int64            `json:"recovery_point"`
+	Bytes         int64             `json:"bytes"`
+	Segments      []describeSegment `json:"segments"`
+	Groups        []describeGroup   `json:"groups"`
+}
+
+type describeTopic struct {
+	Topic      string              `json:"topic"`
+	Partitions int                 `json:"partitions"`
+	Config     []configEntry       `json:"config"`
+	Info       []describePartition `json:"partition_info"`
+}
+
+func describeCommand(e *env) *cobra.Command {
+	var dir, topic string
+	var partition int
+	var asJSON bool
+	cmd := command(e, "describe", "show a topic's configuration, partitions, segments and consumer groups (read-only)", describeDesc, describeExample,
+		func(c *cli, pos []string) int {
+			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "topic", topic); bad {
+				return code
+			}
+			if partition < -1 {
+				return c.usageErr("--partition %d: want a partition number", partition)
+			}
+			if err := storage.ValidateTopic(topic); err != nil {
+				return c.usageErr("%v", err)
+			}
+			store, code := openStoreReadOnly(c, dir)
+			if store == nil {
+				return code
+			}
+			defer store.Close()
+			n, code, ok := topicPartitions(c, store, dir, topic)
+			if !ok {
+				return code
+			}
+			parts, code, ok := partitionsOf(c, topic, n, partition)
+			if !ok {
+				return code
+			}
+			cfg, err := store.TopicConfig(topic)
+			if err != nil {
+				return c.fail("%v", err)
+			}
+			ost, closeOst, err := readOffsets(dir, nil)
+			if err != nil && !errors.Is(err, errNoOffsetStore) {
+				return c.fail("%v", err)
+			}
+			if closeOst != nil {
+				defer closeOst()
+			}
+			d := describeTopic{Topic: topic, Partitions: n, Config: configEntries(cfg)}
+			for _, p := range parts {
+				dp, err := describePart(store, ost, topic, p)
+				// Beside a writer whose retention deletes segments, a
+				// read-only log may list one that is gone: open again.
+				for try := 0; errors.Is(err, fs.ErrNotExist) && try < 3; try++ {
+					fresh, code := openStoreReadOnly(c, dir)
+					if fresh == nil {
+						return code
+					}
+					defer fresh.Close()
+					dp, err = describePart(fresh, ost, topic, p)
+				}
+				if err != nil {
+					return c.fail("%s: %v", storage.PartitionDir(topic, p), err)
+				}
+				d.Info = append(d.Info, dp)
+			}
+			w := bufio.NewWriter(e.stdout)
+			if asJSON {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				_ = enc.Encode(d)
+			} else {
+				writeDescribe(w, &d)
+			}
+			if err := w.Flush(); err != nil {
+				return c.fail("write output: %v", err)
+			}
+			return exitOK
+		})
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "data directory (required)")
+	f.StringVar(&topic, "topic", "", "topic (required)")
+	f.IntVar(&partition, "partition", -1, "only this partition (-1: all)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON document instead of text")
+	completeTopics(cmd, &dir)
+	return cmd
+}
+
+// describePart gathers what describe shows of one partition.
+func describePart(store *storage.Store, ost *offsets.Store, topic string, p int32) (describePartition, error) {
+	l, err := store.Log(topic, p)
+	if err != nil {
+		return describePartition{}, err
+	}
+	dp := describePartition{Partition: p, Dir: l.Dir(), StartOffset: l.StartOffset(), EndOffset: l.EndOffset(),
+		Segments: []describeSegment{}, Groups: []describeGroup{}}
+	// The log reports its start as the high watermark when none was set:
+	// show one only when a broker set it.
+	if _, ok, err := storage.ReadCheckpoint(l.Dir(), storage.HighWatermarkFile); err == nil && ok {
+		dp.HighWatermark = ptr(l.HighWatermark())
+	}
+	if rp, ok, err := storage.ReadCheckpoint(l.Dir(), storage.RecoveryPointFile); err != nil {
+		return dp, err
+	} else if ok {
+		dp.RecoveryPoint = &rp
+	}
+	segs, err := l.Segments()
+	if err != nil {
+		return dp, err
+	}
+	dp.StartOffset, dp.EndOffset = l.StartOffset(), l.EndOffset()
+	for _, s := range segs {
+		ds := describeSegment{BaseOffset: s.BaseOffset, NextOffset: s.NextOffset, Records: s.NextOffset - s.BaseOffset, Bytes: s.Size,
+			FirstTimestamp: -1, MaxTimestamp: s.MaxTimestamp, Active: s.Active}
+		if s.BaseOffset < dp.StartOffset {
+			ds.Records = max(0, s.NextOffset-dp.StartOffset)
+		}
+		if ts, err := firstTimestamp(s.Path); err == nil {
+			ds.FirstTimestamp = ts
+		}
+		dp.Bytes += s.Size
+		dp.Segments = append(dp.Segments, ds)
+	}
+	if ost != nil {
+		for _, r := range groupLags(ost, topic, p, dp.StartOffset, dp.EndOffset) {
+			dp.Groups = append(dp.Groups, r)
+		}
+	}
+	return dp, nil
+}
+
+// firstTimestamp reads the base timestamp of a .log's first batch with
+// the segment scanner; -1 for an empty file.
+func firstTimestamp(path string) (int64, error) {
+	f, size, err := openLogFile(path)
+	if err != nil {
+		return -1, err
+	}
+	defer f.Close()
+	sc := segment.NewScanner(f, size, segment.ScanOptions{File: path})
+	if sc.Next() {
+		return sc.Header().BaseTimestamp, nil
+	}
+	return -1, sc.Err()
+}
+
+// groupLags returns, for every group that reads topic, its committed
+// offset on partition p and its lag against [start, end).
+func groupLags(ost *offsets.Store, topic string, p int32, start, end int64) []describeGroup {
+	var out []describeGroup
+	for _, g := range readersOf(ost, topic) {
+		dg := describeGroup{Group: g}
+		if pos, err := ost.Fetch(g, topic, p); err == nil {
+			dg.Committed = ptr(pos.Offset)
+		}
+		dg.Lag = lag(dg.Committed, start, end)
+		out = append(out, dg)
+	}
+	return out
+}
+
+// lag is what a group has left to read of a partition: log end minus its
+// committed offset (the log start when it has none, or one below it).
+func lag(committed *int64, start, end int64) int64 {
+	if committed == nil || *committed < start {
+		return end - start
+	}
+	return max(0, end-*committed)
+}
+
+func writeDescribe(w io.Writer, d *describeTopic) {
+	fmt.Fprintf(w, "Topic %s: %s\n\nConfiguration:\n", d.Topic, plural(int64(d.Partitions), "partition"))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, e := range d.Config {
+		if e.Value != "" {
+			fmt.Fprintf(tw, "  %s\t%s\n", e.Name, e.Value)
+		} else {
+			fmt.Fprintf(tw, "  %s\t-\t(default: %s)\n", e.Name, e.Default)
+		}
+	}
+	tw.Flush()
+	for _, p := range d.Info {
+		rp := "none"
+		if p.RecoveryPoint != nil {
+			rp = fmt.Sprint(*p.RecoveryPoint)
+		}
+		fmt.Fprintf(w, "\nPartition %d (%s)\n", p.Partition, filepath.Base(p.Dir))
+		hw := "none (not replicated)"
+		if p.HighWatermark != nil {
+			hw = fmt.Sprint(*p.HighWatermark)
+		}
+		fmt.Fprintf(w, "  offsets [%d, %d), %s, high watermark %s, recovery point %s, %s in %s\n",
+			p.StartOffset, p.EndOffset, plural(p.EndOffset-p.StartOffset, "record"), hw, rp, humanBytes(p.Bytes), plural(int64(len(p.Segments)), "segment"))
+		if len(p.Segments) > 0 {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "  SEGMENT\tRECORDS\tSIZE\tFIRST-TIMESTAMP\tMAX-TIMESTAMP")
+			for _, s := range p.Segments {
+				active := ""
+				if s.Active {
+					active = "  (active)"
+				}
+				fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s%s\n", s.BaseOffset, s.Records, humanBytes(s.Bytes), msTime(s.FirstTimestamp), msTime(s.MaxTimestamp), active)
+			}
+			tw.Flush()
+		}
+		if len(p.Groups) > 0 {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "  GROUP\tCOMMITTED\tLAG")
+			for _, g := range p.Groups {
+				fmt.Fprintf(tw, "  %s\t%s\t%d\n", g.Group, optInt(g.Committed), g.Lag)
+			}
+			tw.Flush()
+		} else {
+			fmt.Fprintln(w, "  no consumer group reads it")
+		}
+	}
+}
+
+// msTime prints milliseconds since the epoch as an RFC 3339 time in UTC,
+// "-" for none (-1).
+func msTime(ms int64) string {
+	if ms < 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seglog/seglog/offsets"
+	"github.com/seglog/seglog/storage"
+)
+
+const resetDesc = `
+Set a consumer group's committed offsets, as kafka-consumer-groups
+--reset-offsets does: a dry run by default, which prints the plan and
+changes nothing; --execute applies it (one atomic, durable commit).
+
+Which partitions: every partition of --topic (or only --partition P), or
+with --all-topics every partition of every topic the group reads.
+
+Where to, one of:
+  --to-earliest          the log start
+  --to-latest            the log end
+  --to-offset N          offset N
+  --to-datetime TIME     the first record at or after TIME (RFC 3339, a
+                         local time like 2024-05-01T14:00:00, or ms:MILLIS)
+  --by-duration D        the first record at or after D ago (1h, 7d)
+  --shift-by N           N records after the committed offset (negative:
+                         before); a partition without a commit shifts from
+                         the log start
+A target outside a partition's [log start, log end] is moved to the
+nearer end, and the plan says so. Stop the group's consumers first, as
+with Kafka: a running consumer commits over the reset.`
+
+const resetExample = `
+seglog offsets reset --dir /var/lib/seglog --group audit --topic events --to-earliest
+seglog offsets reset --dir /var/lib/seglog --group audit --topic events --partition 2 --to-offset 1500 --execute
+seglog offsets reset --dir /var/lib/seglog --group audit --all-topics --by-duration 1h --execute`
+
+type resetRow struct {
+	Group     string `json:"group"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Current   *int64 `json:"current"` // null: no commit
+	New       int64  `json:"new"`
+	Note      string `json:"note,omitempty"`
+}
+
+func offsetsResetCommand(e *env) *cobra.Command {
+	var dir, group, topic, toDatetime string
+	var partition int
+	var allTopics, execute, toEarliest, toLatest, asJSON bool
+	var toOffset, shiftBy int64
+	var byDuration time.Duration
+	cmd := command(e, "reset", "set a group's committed offsets (a dry run unless --execute)", resetDesc, resetExample,
+		func(c *cli, pos []string) int {
+			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "group", group); bad {
+				return code
+			}
+			if (topic == "") == !allTopics {
+				return c.usageErr("give --topic T or --all-topics")
+			}
+			if allTopics && partition >= 0 {
+				return c.usageErr("--partition needs --topic")
+			}
+			var spec fromSpec
+			n := 0
+			for _, t := range []struct {
+				flag string
+				spec func() (fromSpec, error)
+			}{
+				{"to-earliest", func() (fromSpec, error) { return fromSpec{kind: fromEarliest}, nil }},
+				{"to-latest", func() (fromSpec, error) { return fromSpec{kind: fromLatest}, nil }},
+				{"to-offset", func() (fromSpec, error) {
+					if toOffset < 0 {
+						return fromSpec{}, fmt.Errorf("--to-offset %d is negative", toOffset)
+					}
+					return fromSpec{kind: fromOffset, v: toOffset}, nil
+				}},
+				{"to-datetime", func() (fromSpec, error) {
+					ms, err := parseDateTime(toDatetime)
+					if err != nil {
+						return fromSpec{}, fmt.Errorf("--to-datetime %w", err)
+					}
+					return fromSpec{kind: fromTime, v: ms}, nil
+				}},
+				{"by-duration", func() (fromSpec, error) {
+					if byDuration < 0 {
+						return fromSpec{}, fmt.Errorf("--by-duration %s is negative", formatDuration(byDuration))
+					}
+					return fromSpec{kind: fromTime, v: time.Now().Add(-byDuration).UnixMilli()}, nil
+				}},
+				{"shift-by", func() (fromSpec, error) { return fromSpec{kind: fromShift, v: shiftBy}, nil }},
+			} {
+				if !c.isSet(t.flag) {
+					continue
+				}
+				n++
+				s, err := t.spec()
+				if err != nil {
+					return c.usageErr("%v", err)
+				}
+				spec = s
+			}
+			if n != 1 {
+				return c.usageErr("give one of --to-earliest, --to-latest, --to-offset, --to-datetime, --by-duration, --shift-by")
+			}
+			store, code := openStoreReadOnly(c, dir)
+			if store == nil {
+				return code
+			}
+			defer store.Close()
+			// The plan reads the offsets read-only; --execute opens the
+			// store to write only to commit.
+			cur, closeCur, err := readOffsets(dir, nil)
+			if err != nil && !errors.Is(err, errNoOffsetStore) {
+				return c.fail("%v", err)
+			}
+			if closeCur != nil {
+				defer closeCur()
+			}
+			var topics []string
+			if allTopics {
+				if cur != nil {
+					for _, t := range store.Topics() {
+						if slices.Contains(cur.Readers(t.Name), group) {
+							topics = append(topics, t.Name)
+						}
+					}
+				}
+				if len(topics) == 0 {
+					return c.fail("group %s reads no topic of %s", group, dir)
+				}
+			} else {
+				if err := storage.ValidateTopic(topic); err != nil {
+					return c.usageErr("%v", err)
+				}
+				topics = []string{topic}
+			}
+			rows, code, ok := planReset(c, store, dir, cur, group, topics, partition, spec)
+			if !ok {
+				return code
+			}
+			w := bufio.NewWriter(e.stdout)
+			if asJSON {
+				for _, r := range rows {
+					_ = writeJSONLine(w, r)
+				}
+			} else {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCURRENT\tNEW")
+				for _, r := range rows {
+					note := ""
+					if r.Note != "" {
+						note = "  " + r.Note
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d%s\n", r.Group, r.Topic, r.Partition, optInt(r.Current), r.New, note)
+				}
+				tw.Flush()
+			}
+			if err := w.Flush(); err != nil {
+				return c.fail("write output: %v", err)
+			}
+			if !execute {
+				c.warn("dry run: nothing was changed; add --execute to commit these offsets")
+				return exitOK
+			}
+			if closeCur != nil {
+				closeCur()
+				closeCur = nil
+			}
+			ost, err := openOffsets(dir)
+			if err != nil {
+				return c.fail("%v: nothing was changed", err)
+			}
+			defer ost.Close()
+			commits := make([]offsets.Commit, len(rows))
+			for i, r := range rows {
+				commits[i] = offsets.Commit{Topic: r.Topic, Partition: r.Partition, Offset: r.New}
+			}
+			if err := ost.CommitBatch(group, commits); err != nil {
+				return c.fail("commit: %v: nothing was changed", err)
+			}
+			if err := ost.Close(); err != nil {
+				return c.fail("close the offset store: %v", err)
+			}
+			c.warn("group %s: committed %s", group, plural(int64(len(rows)), "offset"))
+			return exitOK
+		})
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "data directory (required)")
+	f.StringVar(&group, "group", "", "consumer group (required)")
+	f.StringVar(&topic, "topic", "", "the topic to reset")
+	f.IntVar(&partition, "partition", -1, "only this partition of --topic (-1: all)")
+	f.BoolVar(&allTopics, "all-topics", false, "every topic the group reads")
+	f.BoolVar(&toEarliest, "to-earliest", false, "to the log start")
+	f.BoolVar(&toLatest, "to-latest", false, "to the log end")
+	f.Int64Var(&toOffset, "to-offset", 0, "to this offset")
+	f.StringVar(&toDatetime, "to-datetime", "", "to the first record at or after this time (RFC 3339, local 2024-05-01T14:00:00, or ms:MILLIS)")
+	durationFlag(f, &byDuration, "by-duration", 0, "to the first record at or after this long ago")
+	f.Int64Var(&shiftBy, "shift-by", 0, "by this many records from the committed offset (negative: back)")
+	f.BoolVar(&execute, "execute", false, "commit the new offsets (without it: a dry run)")
+	f.BoolVar(&asJSON, "json", false, "print the plan as one JSON object per partition per line")
+	completeTopics(cmd, &dir)
+	return cmd
+}
+
+// planReset computes the new offset of every partition of topics (or
+// only partition) for group.
+func planReset(c *cli, store *storage.Store, dir string, cur *offsets.Store, group string, topics []string, partition int, spec fromSpec) ([]resetRow, int, bool) {
+	var rows []resetRow
+	for _, t := range topics {
+		n, code, ok := topicPartitions(c, store, dir, t)
+		if !ok {
+			return nil, code, false
+		}
+		parts, code, ok := partitionsOf(c, t, n, partition)
+		if !ok {
+			return nil, code, false
+		}
+		for _, p := range parts {
+			l, err := store.Log(t, p)
+			if err != nil {
+				return nil, c.fail("%v", err), false
+			}
+			row := resetRow{Group: group, Topic: t, Partition: p}
+			committed := int64(-1)
+			if cur != nil {
+				if pos, err := cur.Fetch(group, t, p); err == nil {
+					row.Current, committed = ptr(pos.Offset), pos.Offset
+				}
+			}
+			off, err := spec.resolve(l, committed)
+			if err != nil {
+				return nil, c.fail("%s: %v", storage.PartitionDir(t, p), err), false
+			}
+			start, end := l.StartOffset(), l.EndOffset()
+			switch {
+			case off < start:
+				row.Note = fmt.Sprintf("(%d is below the log start)", off)
+				off = start
+			case off > end:
+				row.Note = fmt.Sprintf("(%d is past the log end)", off)
+				off = end
+			}
+			row.New = off
+			rows = append(rows, row)
+		}
+	}
+	return rows, exitOK, true
+}
+
+const deleteDesc = `
+Delete a consumer group's committed offsets: all of them and the group
+itself, or with --topic only those on that topic (and the group's
+interest in it, so that it no longer holds retention there). Like
+kafka-consumer-groups --delete and --delete-offsets; it applies at once.
+Stop the group's consumers first: a running consumer commits again.`
+
+func offsetsDeleteCommand(e *env) *cobra.Command {
+	var dir, group, topic string
+	cmd := command(e, "delete", "delete a group, or its offsets on one topic", deleteDesc,
+		"seglog offsets delete --dir /var/lib/seglog --group old-audit\nseglog offsets delete --dir /var/lib/seglog --group audit --topic retired",
+		func(c *cli, pos []string) int {
+			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "group", group); bad {
+				return code
+			}
+			if err := requireDir(dir); err != nil {
+				return c.fail("%v", err)
+			}
+			ost, err := openOffsetsIfAny(dir)
+			if err != nil {
+				return c.fail("%v", err)
+			}
+			if ost == nil {
+				return c.fail("group %s does not exist: %s has %v", group, dir, errNoOffsetStore)
+			}
+			defer ost.Close()
+			if !slices.Contains(ost.Groups(), group) {
+				return c.fail("group %s does not exist (groups: %v)", group, ost.Groups())
+			}
+			if topic == "" {
+				err = ost.DeleteGroup(group)
+			} else {
+				if !slices.Contains(ost.Readers(topic), group) {
+					return c.fail("group %s has no offsets on topic %s", group, topic)
+				}
+				err = ost.Unsubscribe(group, topic)
+			}
+			if err == nil {
+				err = ost.Close()
+			}
+			if err != nil {
+				return c.fail("%v", err)
+			}
+			if topic == "" {
+				fmt.Fprintf(e.stdout, "group %s deleted\n", group)
+			} else {
+				fmt.Fprintf(e.stdout, "group %s: offsets on topic %s deleted\n", group, topic)
+			}
+			return exitOK
+		})
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "data directory (required)")
+	f.StringVar(&group, "group", "", "consumer group (required)")
+	f.StringVar(&topic, "topic", "", "delete only the group's offsets on this topic")
+	completeTopics(cmd, &dir)
+	return cmd
+}

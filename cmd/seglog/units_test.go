@@ -1,0 +1,121 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		str  string
+	}{
+		{"1048576", 1 << 20, "1MiB"},
+		{"1MiB", 1 << 20, "1MiB"},
+		{"64MiB", 64 << 20, "64MiB"},
+		{"512KiB", 512 << 10, "512KiB"},
+		{"1GiB", 1 << 30, "1GiB"},
+		{"1gib", 1 << 30, "1GiB"},
+		{"2TiB", 2 << 40, "2TiB"},
+		{"1 MiB", 1 << 20, "1MiB"},
+		{"1.5MiB", 3 << 19, "1536KiB"},
+		{"100000", 100000, "100000"},
+		{"1MB", 1_000_000, "1000000"},
+		{"100KB", 100_000, "100000"},
+		{"10B", 10, "10"},
+		{"0", 0, "0"},
+	} {
+		got, err := parseSize(tc.in)
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.want, got, tc.in)
+		assert.Equal(t, tc.str, formatSize(got), tc.in)
+		back, err := parseSize(formatSize(got))
+		require.NoError(t, err)
+		assert.Equal(t, got, back, "formatSize reads back")
+	}
+	for _, bad := range []string{"", "MiB", "-1", "-1MiB", "1M", "64K", "1G", "lots", "9999999999GiB", "1.5", "0.1B", "1.0000001KiB", "NaNMiB"} {
+		_, err := parseSize(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		str  string
+	}{
+		{"7d", 7 * day, "7d"},
+		{"90m", 90 * time.Minute, "1h30m"},
+		{"1h30m", 90 * time.Minute, "1h30m"},
+		{"500ms", 500 * time.Millisecond, "500ms"},
+		{"1d12h", 36 * time.Hour, "1d12h"},
+		{"1.5d", 36 * time.Hour, "1d12h"},
+		{"168h", 7 * day, "7d"},
+		{"2h", 2 * time.Hour, "2h"},
+		{"1h0m5s", time.Hour + 5*time.Second, "1h0m5s"},
+		{"0", 0, "0"},
+		{"-1h", -time.Hour, "-1h"},
+		{"30s", 30 * time.Second, "30s"},
+	} {
+		got, err := parseDuration(tc.in)
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.want, got, tc.in)
+		assert.Equal(t, tc.str, formatDuration(got), tc.in)
+		back, err := parseDuration(formatDuration(got))
+		require.NoError(t, err)
+		assert.Equal(t, got, back, "formatDuration reads back")
+	}
+	for _, bad := range []string{"", "60", "7", "d", "1w", "1dd", "1.2.3d", "h", "--1h", "99999999999999d"} {
+		_, err := parseDuration(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestUnescapeAndPlural(t *testing.T) {
+	for in, want := range map[string]string{
+		`\n`: "\n", `\0`: "\x00", `\t`: "\t", `\r\n`: "\r\n", `a\\b`: `a\b`, `\x1e`: "\x1e", `plain`: "plain", `\q`: `\q`, `end\`: `end\`,
+	} {
+		got, err := unescape(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{`\x`, `\x1`, `\xZZ`} {
+		_, err := unescape(bad)
+		assert.Error(t, err, bad)
+	}
+	assert.Equal(t, "1 segment", plural(1, "segment"))
+	assert.Equal(t, "0 segments", plural(0, "segment"))
+	assert.Equal(t, "2 batches", plural(2, "batch"))
+	assert.Equal(t, "3 entries", plural(3, "entry"))
+	assert.Equal(t, "1 entry", plural(1, "entry"))
+}
+
+// FuzzParseUnits: the size and duration parsers never panic, and what
+// they accept their formatters print so that they read it back.
+func FuzzParseUnits(f *testing.F) {
+	for _, s := range []string{"1GiB", "1.5d", "90m", "-1h", "1MB", "0", `\x1`, "1d12h30m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if v, err := parseSize(s); err == nil {
+			back, err := parseSize(formatSize(v))
+			if err != nil || back != v {
+				t.Fatalf("size %q = %d prints %q, reads back %d, %v", s, v, formatSize(v), back, err)
+			}
+		}
+		if d, err := parseDuration(s); err == nil {
+			back, err := parseDuration(formatDuration(d))
+			if err != nil || back != d {
+				t.Fatalf("duration %q = %v prints %q, reads back %v, %v", s, d, formatDuration(d), back, err)
+			}
+		}
+		_, _ = unescape(s)
+		_, _ = parseFormat(s)
+		_, _ = parseFrom(s, time.Unix(0, 0))
+	})
+}

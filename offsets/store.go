@@ -17,22 +17,27 @@ import (
 	"github.com/seglog/seglog/internal/vfs"
 )
 
-// SyncPolicy says when commits are fsynced.
+// SyncPolicy says when commits are fsynced. Its names and order are
+// storage.SyncPolicy's (which also has every-n).
 type SyncPolicy int
 
 const (
-	// SyncAlways fsyncs before every write returns; concurrent writes share
-	// one fsync.
-	SyncAlways SyncPolicy = iota
-	// SyncInterval fsyncs every Options.SyncInterval in the background.
-	SyncInterval
+	// SyncDefault is the zero value: SyncAlways.
+	SyncDefault SyncPolicy = iota
 	// SyncNever leaves flushing to Sync, Close and compaction.
 	SyncNever
+	// SyncInterval fsyncs every Options.SyncInterval in the background.
+	SyncInterval
+	// SyncAlways fsyncs before every write returns; concurrent writes share
+	// one fsync.
+	SyncAlways
 )
 
 // String returns the policy's name.
 func (p SyncPolicy) String() string {
 	switch p {
+	case SyncDefault:
+		return "default"
 	case SyncAlways:
 		return "always"
 	case SyncInterval:
@@ -75,7 +80,10 @@ func (o *Options) defaults() error {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
-	if o.Sync < SyncAlways || o.Sync > SyncNever {
+	if o.Sync == SyncDefault {
+		o.Sync = SyncAlways
+	}
+	if o.Sync < SyncNever || o.Sync > SyncAlways {
 		return invalidf("unknown sync policy %d", int(o.Sync))
 	}
 	if o.SyncInterval < 0 || o.CompactBytes < 0 || o.MaxMetadataBytes < 0 {

@@ -12,13 +12,16 @@ import (
 	"github.com/seglog/seglog/segment"
 )
 
-// SyncPolicy says when appended data is fsynced.
+// SyncPolicy says when appended data is fsynced. offsets.SyncPolicy has
+// the same names in the same order (but every-n).
 type SyncPolicy int
 
 const (
+	// SyncDefault is the zero value: SyncNever.
+	SyncDefault SyncPolicy = iota
 	// SyncNever leaves writing back to the OS; segments are still
 	// fsynced when they roll and on Sync and Close.
-	SyncNever SyncPolicy = iota
+	SyncNever
 	// SyncEveryN fsyncs after every Options.SyncEveryRecords records.
 	SyncEveryN
 	// SyncInterval fsyncs every Options.SyncInterval from a background
@@ -29,7 +32,7 @@ const (
 	SyncAlways
 )
 
-var syncNames = map[SyncPolicy]string{SyncNever: "never", SyncEveryN: "every-n", SyncInterval: "interval", SyncAlways: "always"}
+var syncNames = map[SyncPolicy]string{SyncDefault: "default", SyncNever: "never", SyncEveryN: "every-n", SyncInterval: "interval", SyncAlways: "always"}
 
 // String returns the policy's name.
 func (p SyncPolicy) String() string {
@@ -42,7 +45,7 @@ func (p SyncPolicy) String() string {
 // ParseSyncPolicy parses never, every-n, interval or always.
 func ParseSyncPolicy(s string) (SyncPolicy, error) {
 	for p, n := range syncNames {
-		if n == s {
+		if n == s && p != SyncDefault {
 			return p, nil
 		}
 	}
@@ -150,6 +153,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Limits.MaxRecordsBytes <= 0 {
 		o.Limits.MaxRecordsBytes = segment.DefaultMaxRecordsBytes
+	}
+	if o.Sync == SyncDefault {
+		o.Sync = SyncNever
 	}
 	if o.SyncEveryRecords <= 0 {
 		o.SyncEveryRecords = DefaultSyncEveryN

@@ -3,7 +3,6 @@ package retention
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/seglog/seglog/storage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // Appends, reads (which commit their position), the background cleaner, a
@@ -142,7 +142,7 @@ func TestConcurrentAppendReadClean(t *testing.T) {
 func TestCloseLeavesNoGoroutine(t *testing.T) {
 	s := openStore(t, t.TempDir(), storage.StoreOptions{Log: smallLog()})
 	makeTopic(t, s, "t", 8, 3, 2, at(t0.Add(-time.Hour)))
-	base := runtime.NumGoroutine()
+	ignore := goleak.IgnoreCurrent()
 
 	var runs atomic.Int64
 	c, err := New(s, nil, Options{Default: Policy{MaxAge: time.Minute}, Interval: time.Millisecond, Workers: 4,
@@ -161,11 +161,7 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	<-done
 	n := runs.Load()
 
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	assert.LessOrEqual(t, runtime.NumGoroutine(), base, "goroutines left after Close")
+	goleak.VerifyNone(t, ignore) // goroutines left after Close
 	time.Sleep(10 * time.Millisecond)
 	assert.Equal(t, n, runs.Load(), "no run after Close")
 }

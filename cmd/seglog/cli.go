@@ -140,7 +140,7 @@ func openStore(c *cli, dir string, create bool, opts storage.StoreOptions) (*sto
 	}
 	store, err := storage.OpenStore(dir, opts)
 	if errors.Is(err, storage.ErrLocked) {
-		return nil, c.fail("%s is in use by another process (a producer, a broker or another seglog command that writes): stop it first; listing commands work beside it", dir)
+		return nil, c.fail("%s is in use by another process (a producer, a broker or another seglog command that writes): stop it first (listing commands, consume and retention --dry-run work beside it)", dir)
 	}
 	if err != nil {
 		return nil, c.fail("%v", err)

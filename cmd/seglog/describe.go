@@ -63,7 +63,7 @@ type describePartition struct {
 	Dir           string            `json:"dir"`
 	StartOffset   int64             `json:"start_offset"`
 	EndOffset     int64             `json:"end_offset"`
-	HighWatermark *int64            `json:"high_watermark"` // null: none set (not replicated)
+	HighWatermark int64             `json:"high_watermark"`
 	RecoveryPoint *int64            `json:"recovery_point"`
 	Bytes         int64             `json:"bytes"`
 	Segments      []describeSegment `json:"segments"`
@@ -162,13 +162,8 @@ func describePart(store *storage.Store, ost *offsets.Store, topic string, p int3
 	if err != nil {
 		return describePartition{}, err
 	}
-	dp := describePartition{Partition: p, Dir: l.Dir(), StartOffset: l.StartOffset(), EndOffset: l.EndOffset(),
+	dp := describePartition{Partition: p, Dir: l.Dir(), StartOffset: l.StartOffset(), EndOffset: l.EndOffset(), HighWatermark: l.HighWatermark(),
 		Segments: []describeSegment{}, Groups: []describeGroup{}}
-	// The log reports its start as the high watermark when none was set:
-	// show one only when a broker set it.
-	if _, ok, err := storage.ReadCheckpoint(l.Dir(), storage.HighWatermarkFile); err == nil && ok {
-		dp.HighWatermark = ptr(l.HighWatermark())
-	}
 	if rp, ok, err := storage.ReadCheckpoint(l.Dir(), storage.RecoveryPointFile); err != nil {
 		return dp, err
 	} else if ok {
@@ -255,12 +250,8 @@ func writeDescribe(w io.Writer, d *describeTopic) {
 			rp = fmt.Sprint(*p.RecoveryPoint)
 		}
 		fmt.Fprintf(w, "\nPartition %d (%s)\n", p.Partition, filepath.Base(p.Dir))
-		hw := "none (not replicated)"
-		if p.HighWatermark != nil {
-			hw = fmt.Sprint(*p.HighWatermark)
-		}
-		fmt.Fprintf(w, "  offsets [%d, %d), %s, high watermark %s, recovery point %s, %s in %s\n",
-			p.StartOffset, p.EndOffset, plural(p.EndOffset-p.StartOffset, "record"), hw, rp, humanBytes(p.Bytes), plural(int64(len(p.Segments)), "segment"))
+		fmt.Fprintf(w, "  offsets [%d, %d), %s, high watermark %d, recovery point %s, %s in %s\n",
+			p.StartOffset, p.EndOffset, plural(p.EndOffset-p.StartOffset, "record"), p.HighWatermark, rp, humanBytes(p.Bytes), plural(int64(len(p.Segments)), "segment"))
 		if len(p.Segments) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "  SEGMENT\tRECORDS\tSIZE\tFIRST-TIMESTAMP\tMAX-TIMESTAMP")

@@ -74,6 +74,11 @@ func TestVerifyFindsDamageAndChangesNothing(t *testing.T) {
 			require.Greater(t, len(segs), 2)
 			require.NoError(t, os.Remove(segs[1]))
 		}, "a gap or an overlap between segments"},
+		{"missing first segment", func(t *testing.T, root string) {
+			segs := logs(t, filepath.Join(root, "orders-0"))
+			require.Greater(t, len(segs), 1)
+			require.NoError(t, os.Remove(segs[0]))
+		}, "00000000000000000000.log: missing: the first segment starts at offset"},
 		{"corrupt checkpoint", func(t *testing.T, root string) {
 			require.NoError(t, os.WriteFile(filepath.Join(root, "audit-0", "recovery-point"), []byte("seglog recovery-point v1 6 0000000000000000\n"), 0o644))
 		}, "recovery-point"},

@@ -114,6 +114,16 @@ func TestGolden(t *testing.T) {
 			return []step{run1(), run1("--help"), run1("frobnicate"), run1("consume", "-dir", "x")}
 		}},
 		{"version", func(string) []step { return []step{run1("version"), run1("--version")} }},
+		{"completion", func(d string) []step {
+			// What a shell asks: the subcommands, a topic of the data
+			// directory (read-only), the values of --sync.
+			return []step{
+				run1("__complete", "topics", ""),
+				run1("__complete", "describe", "--dir", d, "--topic", ""),
+				run1("__complete", "produce", "--sync", ""),
+				run1("__complete", "consume", "--format", ""),
+			}
+		}},
 		{"topics", func(d string) []step {
 			return []step{
 				run1("topics", "--dir", d),

@@ -171,6 +171,7 @@ func newRoot(e *env) *cobra.Command {
 		{"admin", topicsCommand(e)},
 		{"admin", describeCommand(e)},
 		{"admin", offsetsCommand(e)},
+		{"admin", metricsCommand(e)},
 		{"admin", retentionCommand(e)},
 		{"files", dumpCommand(e)},
 		{"files", verifyCommand(e)},

@@ -61,6 +61,16 @@ func (l *Log) Sync() error {
 	return l.checkpointHighWatermark()
 }
 
+// Checkpoint is Sync, then the recovery point written now, so that a
+// crash from here rescans nothing before it. Rolls, the interval flusher
+// and Close checkpoint on their own; Sync does not (it is one fdatasync).
+func (l *Log) Checkpoint() error {
+	if err := l.Sync(); err != nil {
+		return err
+	}
+	return l.checkpoint()
+}
+
 // syncAppended waits for an append's records to be fsynced. A truncation
 // between the append and the fsync removed them: that is an error, never
 // an acknowledgement.

@@ -311,7 +311,7 @@ func TestCheckpointRenameAndDirSyncFailures(t *testing.T) {
 				m.deleted(6)
 				_, err = l.DeleteSegmentsBefore(6)
 			} else {
-				err = l.Sync()
+				err = l.Checkpoint()
 			}
 			require.Error(t, err)
 			assert.ErrorIs(t, err, syscall.EIO)
@@ -319,8 +319,8 @@ func TestCheckpointRenameAndDirSyncFailures(t *testing.T) {
 			require.NoError(t, m.check(l))
 			fs.Clear()
 			if tt.file == "recovery-point" {
-				// The fault is gone: the next Sync writes the checkpoint.
-				require.NoError(t, l.Sync())
+				// The fault is gone: the next Checkpoint writes it.
+				require.NoError(t, l.Checkpoint())
 				m.synced()
 			}
 			l = reopen(t, l, dir, fs, m)

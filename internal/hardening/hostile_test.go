@@ -244,7 +244,7 @@ func TestHostileDataDirectory(t *testing.T) {
 			require.NoError(t, m.check(l))
 			assert.LessOrEqual(t, l.FlushedOffset(), l.EndOffset())
 			appendN(t, l, m, "b", 3)
-			require.NoError(t, l.Sync())
+			require.NoError(t, l.Checkpoint())
 			rp, ok, err := storage.ReadCheckpoint(dir, storage.RecoveryPointFile)
 			require.NoError(t, err)
 			require.True(t, ok)

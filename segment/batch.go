@@ -48,9 +48,12 @@ const (
 )
 
 var (
-	// ErrCorrupt is wrapped by every error that reports bytes that do not
-	// decode as a valid batch.
-	ErrCorrupt = errors.New("segment: corrupt batch")
+	// ErrCorrupt is wrapped by every error that reports data on disk that
+	// is not valid: bytes that do not decode as a batch, and (as
+	// storage.ErrCorrupt) files a data directory must not hold. Its text
+	// says corrupt data, not a corrupt batch, since not every such error
+	// is about a batch.
+	ErrCorrupt = errors.New("seglog: corrupt data")
 	// ErrChecksum reports a batch whose checksum does not match its bytes.
 	// It wraps ErrCorrupt.
 	ErrChecksum = fmt.Errorf("%w: checksum mismatch", ErrCorrupt)

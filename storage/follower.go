@@ -38,6 +38,16 @@ func (l *Log) loadReadOnly() error {
 		l.loadHighWatermark()
 		return nil
 	}
+	// Segments wholly below the writer's start offset are being deleted
+	// (it advances the start before it removes files): not part of the
+	// log.
+	start, ok, err := readCheckpoint(l.opts.FS, l.dir, logStartOffsetFile)
+	if err != nil || !ok {
+		start = 0
+	}
+	for len(bases) > 1 && bases[1] <= start {
+		bases = bases[1:]
+	}
 	segs := make([]*segment.Segment, len(bases))
 	for i := 0; i < len(bases)-1; i++ {
 		segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
@@ -48,9 +58,8 @@ func (l *Log) loadReadOnly() error {
 	}
 	segs[len(segs)-1] = tail
 	l.publish(segs)
-	start := bases[0]
-	if v, ok, err := readCheckpoint(l.opts.FS, l.dir, logStartOffsetFile); err == nil && ok && v > start && v <= tail.NextOffset() {
-		start = v
+	if start < bases[0] || start > tail.NextOffset() {
+		start = bases[0]
 	}
 	l.start.Store(start)
 	l.end.Store(tail.NextOffset())

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/segment"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -175,4 +177,34 @@ func TestReadOnlyFollowsTruncateAcrossSegments(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(150), r.EndOffset())
 	assert.Equal(t, int64(150), readAll(t, r, 0))
+}
+
+// A reader that opens between the writer's advance of the start offset and
+// its removal of the files does not list the segments being deleted.
+func TestReadOnlyOpenDuringDeletion(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(dir, small())
+	require.NoError(t, err)
+	fill(t, w, 600, 5)
+	segs, err := w.Segments()
+	require.NoError(t, err)
+	require.Greater(t, len(segs), 3)
+	require.NoError(t, w.Close())
+	// As a deletion that has written the start and removed no file yet.
+	require.NoError(t, writeCheckpoint(vfs.Default, dir, logStartOffsetFile, segs[2].BaseOffset, 0o640))
+
+	r := openReadOnly(t, dir, small())
+	assert.Equal(t, segs[2].BaseOffset, r.StartOffset())
+	got, err := r.Segments()
+	require.NoError(t, err)
+	assert.Equal(t, segs[2].BaseOffset, got[0].BaseOffset)
+	for _, s := range segs[:2] {
+		for _, sfx := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+			require.NoError(t, os.Remove(filepath.Join(dir, segment.FileName(s.BaseOffset, sfx))))
+		}
+	}
+	got, err = r.Segments()
+	require.NoError(t, err, "the removed files were not in the reader's list")
+	assert.Len(t, got, len(segs)-2)
+	assert.Equal(t, int64(600), readAll(t, r, r.StartOffset()))
 }

@@ -100,7 +100,7 @@ func TestDumpDamagedFile(t *testing.T) {
 		r := seglog(t, "", "dump", "--records", p)
 		assert.Equal(t, 1, r.code)
 		assert.Contains(t, r.stdout, "valid: false")
-		assert.Contains(t, r.stderr, p+" at byte 0: batch at offset 0: segment: corrupt batch: checksum mismatch")
+		assert.Contains(t, r.stderr, p+" at byte 0: batch at offset 0: seglog: corrupt data: checksum mismatch")
 		// The rest of the file is still dumped: the length frames it.
 		assert.Contains(t, r.stdout, "| offset: 3 ")
 	})
@@ -113,7 +113,7 @@ func TestDumpDamagedFile(t *testing.T) {
 		assert.Equal(t, 1, r.code)
 		assert.Equal(t, 2, strings.Count(r.stdout, "\n"), "one batch, then the error line")
 		assert.Contains(t, r.stdout, `"type":"error"`)
-		assert.Contains(t, r.stderr, p+" at byte "+itoa(first.Size())+": segment: corrupt batch: unknown version 9")
+		assert.Contains(t, r.stderr, p+" at byte "+itoa(first.Size())+": seglog: corrupt data: unknown version 9")
 	})
 	t.Run("index pointing inside a batch", func(t *testing.T) {
 		d := filepath.Join(t.TempDir(), "x-0")

@@ -2,14 +2,13 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
+	"golang.org/x/sync/errgroup"
 )
 
 // EndToEnd runs, per partition, one producer appending pre-encoded
@@ -78,8 +77,7 @@ func (w EndToEnd) Run(ctx context.Context, env *Env) ([]Result, error) {
 	}
 	env.progress.setTotal(batchesPer * int64(w.Partitions) * int64(w.BatchSize))
 	hists := make([]*Histogram, w.Partitions)
-	errs := make([]error, 2*w.Partitions)
-	var wg sync.WaitGroup
+	var g errgroup.Group // every producer and consumer; Wait returns the first error
 	resetPeakRSS()
 	begin := time.Now()
 	for p := 0; p < w.Partitions; p++ {
@@ -91,9 +89,7 @@ func (w EndToEnd) Run(ctx context.Context, env *Env) ([]Result, error) {
 		}
 		hists[p] = NewHistogram()
 		pctx, stopConsumer := context.WithCancel(ctx)
-		wg.Add(2)
-		go func() { // producer
-			defer wg.Done()
+		g.Go(func() error { // producer
 			defer stopConsumer()
 			for k := int64(0); k < batchesPer; k++ {
 				var t time.Duration
@@ -107,17 +103,15 @@ func (w EndToEnd) Run(ctx context.Context, env *Env) ([]Result, error) {
 				}
 				due[k].Store(int64(t))
 				if _, err := l.AppendBatch(batches[k%4]); err != nil {
-					errs[2*p] = err
-					return
+					return err
 				}
 				if ctx.Err() != nil {
-					errs[2*p] = ctx.Err()
-					return
+					return ctx.Err()
 				}
 			}
-		}()
-		go func() { // tailing consumer
-			defer wg.Done()
+			return nil
+		})
+		g.Go(func() error { // tailing consumer
 			h := hists[p]
 			buf := make([]byte, 0, storage.DefaultReadBytes+segment.HeaderSize+64<<10)
 			end := batchesPer * int64(w.BatchSize)
@@ -126,14 +120,12 @@ func (w EndToEnd) Run(ctx context.Context, env *Env) ([]Result, error) {
 					if pctx.Err() != nil && ctx.Err() == nil && l.EndOffset() > off {
 						// The producer finished: drain without waiting.
 					} else {
-						errs[2*p+1] = fmt.Errorf("bench: consumer at %d: %w", off, err)
-						return
+						return fmt.Errorf("bench: consumer at %d: %w", off, err)
 					}
 				}
 				data, err := l.ReadInto(buf, off, storage.DefaultReadBytes)
 				if err != nil {
-					errs[2*p+1] = err
-					return
+					return err
 				}
 				now := time.Since(begin)
 				first := off
@@ -144,17 +136,17 @@ func (w EndToEnd) Run(ctx context.Context, env *Env) ([]Result, error) {
 					off = sc.Header().NextOffset()
 				}
 				if err := sc.Err(); err != nil {
-					errs[2*p+1] = err
-					return
+					return err
 				}
 				env.progress.add(off - first)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	err = g.Wait()
 	res.Elapsed = time.Since(begin)
 	res.PeakRSS = peakRSS()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	h := NewHistogram()

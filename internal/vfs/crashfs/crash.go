@@ -59,139 +59,180 @@ func (fsys *FS) Crash() (Report, error) {
 		return rep, errors.New("crashfs: Crash called twice")
 	}
 	fsys.rebuilt = true
-	rng := rand.New(rand.NewPCG(fsys.opts.Seed, 0x6372617368))
+	c := &crashRun{
+		fsys:    fsys,
+		rng:     rand.New(rand.NewPCG(fsys.opts.Seed, 0x6372617368)),
+		rep:     &rep,
+		views:   map[*node]map[string]*node{},
+		current: map[*node]string{},
+		onPath:  map[*node]bool{},
+	}
 
 	// The durable entries of each directory, plus in lazy mode a prefix
 	// of the directory operations that were not made durable.
-	views := map[*node]map[string]*node{}
-	view := func(d *node) map[string]*node {
-		v, ok := views[d]
-		if !ok {
-			src := d.durable
-			if fsys.opts.Mode == Kill {
-				src = d.children
-			}
-			v = make(map[string]*node, len(src))
-			for k, c := range src {
-				v[k] = c
-			}
-			views[d] = v
-		}
-		return v
+	c.replayPending()
+	// Where each node is now, to read what lazy mode may keep.
+	c.locate(fsys.top, fsys.root)
+	// The surviving tree, in a deterministic order.
+	if err := c.walk(fsys.top, ""); err != nil {
+		return rep, err
 	}
+	// Copy what is written back before the real files go.
+	for i := range c.outs {
+		if !c.outs[i].n.dir {
+			c.outs[i].data = slices.Clone(c.outs[i].data)
+		}
+	}
+	err := fsys.writeBack(c.outs)
+	return rep, err
+}
+
+// crashRun is the state of one Crash while it works out what survives.
+type crashRun struct {
+	fsys    *FS
+	rng     *rand.Rand
+	rep     *Report
+	views   map[*node]map[string]*node // each directory's surviving entries
+	current map[*node]string           // where each node is now
+	outs    []crashOut                 // the surviving tree, in order
+	onPath  map[*node]bool             // directories on the walk's path
+}
+
+// crashOut is one directory or file of the surviving tree.
+type crashOut struct {
+	rel  string
+	n    *node
+	data []byte
+}
+
+// view returns the surviving entries of directory d, starting from its
+// durable entries (its current ones in kill mode).
+func (c *crashRun) view(d *node) map[string]*node {
+	v, ok := c.views[d]
+	if !ok {
+		src := d.durable
+		if c.fsys.opts.Mode == Kill {
+			src = d.children
+		}
+		v = make(map[string]*node, len(src))
+		for k, n := range src {
+			v[k] = n
+		}
+		c.views[d] = v
+	}
+	return v
+}
+
+// replayPending counts the directory operations that were not made
+// durable and, in lazy mode, applies a random prefix of them to the views.
+func (c *crashRun) replayPending() {
 	var pending []*metaOp
-	for _, op := range fsys.meta {
-		for _, c := range op.changes {
-			if !c.covered {
+	for _, op := range c.fsys.meta {
+		for _, ch := range op.changes {
+			if !ch.covered {
 				pending = append(pending, op)
 				break
 			}
 		}
 	}
-	rep.DirOps = len(pending)
-	if fsys.opts.Mode == Kill {
-		rep.DirOpsKept = len(pending)
+	c.rep.DirOps = len(pending)
+	if c.fsys.opts.Mode == Kill {
+		c.rep.DirOpsKept = len(pending)
 	}
-	if fsys.opts.Mode == Lazy && len(pending) > 0 {
-		rep.DirOpsKept = rng.IntN(len(pending) + 1)
-		for _, op := range pending[:rep.DirOpsKept] {
-			for _, c := range op.changes {
-				if c.covered {
+	if c.fsys.opts.Mode == Lazy && len(pending) > 0 {
+		c.rep.DirOpsKept = c.rng.IntN(len(pending) + 1)
+		for _, op := range pending[:c.rep.DirOpsKept] {
+			for _, ch := range op.changes {
+				if ch.covered {
 					continue
 				}
-				if c.n == nil {
-					delete(view(c.dir), c.name)
+				if ch.n == nil {
+					delete(c.view(ch.dir), ch.name)
 				} else {
-					view(c.dir)[c.name] = c.n
+					c.view(ch.dir)[ch.name] = ch.n
 				}
 			}
 		}
 	}
+}
 
-	// Where each node is now, to read what lazy mode may keep.
-	current := map[*node]string{}
-	var walkNow func(d *node, path string)
-	walkNow = func(d *node, path string) {
-		for name, c := range d.children {
-			p := filepath.Join(path, name)
-			current[c] = p
-			if c.dir {
-				walkNow(c, p)
-			}
+// locate records the real path of every node under directory d, at path.
+func (c *crashRun) locate(d *node, path string) {
+	for name, n := range d.children {
+		p := filepath.Join(path, name)
+		c.current[n] = p
+		if n.dir {
+			c.locate(n, p)
 		}
 	}
-	walkNow(fsys.top, fsys.root)
+}
 
-	// The surviving tree, in a deterministic order.
-	type out struct {
-		rel  string
-		n    *node
-		data []byte
+// walk appends the surviving entries under directory d (at rel) to the
+// outs and the report, in name order.
+func (c *crashRun) walk(d *node, rel string) error {
+	if c.onPath[d] {
+		return fmt.Errorf("crashfs: directory cycle at %s", rel)
 	}
-	var outs []out
-	onPath := map[*node]bool{}
-	var walk func(d *node, rel string) error
-	walk = func(d *node, rel string) error {
-		if onPath[d] {
-			return fmt.Errorf("crashfs: directory cycle at %s", rel)
-		}
-		onPath[d] = true
-		defer delete(onPath, d)
-		v := view(d)
-		names := make([]string, 0, len(v))
-		for name := range v {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			c := v[name]
-			p := filepath.Join(rel, name)
-			if c.dir {
-				rep.Dirs = append(rep.Dirs, p)
-				outs = append(outs, out{rel: p, n: c})
-				if err := walk(c, p); err != nil {
-					return err
-				}
-				continue
+	c.onPath[d] = true
+	defer delete(c.onPath, d)
+	v := c.view(d)
+	names := make([]string, 0, len(v))
+	for name := range v {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		n := v[name]
+		p := filepath.Join(rel, name)
+		if n.dir {
+			c.rep.Dirs = append(c.rep.Dirs, p)
+			c.outs = append(c.outs, crashOut{rel: p, n: n})
+			if err := c.walk(n, p); err != nil {
+				return err
 			}
-			s := Survivor{Path: p, Synced: int64(len(c.synced)), Current: -1, Kept: "synced"}
-			data := c.synced
-			if cur, ok := current[c]; ok {
-				now, err := os.ReadFile(cur)
-				if err != nil {
-					return fmt.Errorf("crashfs: read %s: %w", cur, err)
-				}
-				s.Current = int64(len(now))
-				switch {
-				case fsys.opts.Mode == Kill:
-					data, s.Kept = now, "all"
-				case fsys.opts.Mode == Lazy && !bytes.Equal(now, c.synced):
-					data, s.Kept = tear(rng, c.synced, now, c.sizes)
-				}
-			}
-			s.Size = int64(len(data))
-			rep.Files = append(rep.Files, s)
-			outs = append(outs, out{rel: p, n: c, data: data})
+			continue
 		}
-		return nil
-	}
-	if err := walk(fsys.top, ""); err != nil {
-		return rep, err
-	}
-	// Copy what is written back before the real files go.
-	for i := range outs {
-		if !outs[i].n.dir {
-			outs[i].data = slices.Clone(outs[i].data)
+		s, data, err := c.survivor(n, p)
+		if err != nil {
+			return err
 		}
+		c.rep.Files = append(c.rep.Files, s)
+		c.outs = append(c.outs, crashOut{rel: p, n: n, data: data})
 	}
+	return nil
+}
 
+// survivor decides what survives of file n (at rel p): its report line
+// and its data.
+func (c *crashRun) survivor(n *node, p string) (Survivor, []byte, error) {
+	s := Survivor{Path: p, Synced: int64(len(n.synced)), Current: -1, Kept: "synced"}
+	data := n.synced
+	if cur, ok := c.current[n]; ok {
+		now, err := os.ReadFile(cur)
+		if err != nil {
+			return s, nil, fmt.Errorf("crashfs: read %s: %w", cur, err)
+		}
+		s.Current = int64(len(now))
+		switch {
+		case c.fsys.opts.Mode == Kill:
+			data, s.Kept = now, "all"
+		case c.fsys.opts.Mode == Lazy && !bytes.Equal(now, n.synced):
+			data, s.Kept = tear(c.rng, n.synced, now, n.sizes)
+		}
+	}
+	s.Size = int64(len(data))
+	return s, data, nil
+}
+
+// writeBack replaces the real tree under the root by outs.
+func (fsys *FS) writeBack(outs []crashOut) error {
 	ents, err := os.ReadDir(fsys.root)
 	if err != nil {
-		return rep, fmt.Errorf("crashfs: %w", err)
+		return fmt.Errorf("crashfs: %w", err)
 	}
 	for _, e := range ents {
 		if err := os.RemoveAll(filepath.Join(fsys.root, e.Name())); err != nil {
-			return rep, fmt.Errorf("crashfs: %w", err)
+			return fmt.Errorf("crashfs: %w", err)
 		}
 	}
 	for _, o := range outs {
@@ -202,10 +243,10 @@ func (fsys *FS) Crash() (Report, error) {
 			err = os.WriteFile(p, o.data, 0o640)
 		}
 		if err != nil {
-			return rep, fmt.Errorf("crashfs: rebuild: %w", err)
+			return fmt.Errorf("crashfs: rebuild: %w", err)
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // tear returns what lazy mode keeps of a file whose durable content is

@@ -75,6 +75,21 @@ var partLabels = []string{"topic", "partition"}
 func New(store *storage.Store, opts Options) *Collector {
 	c := &Collector{store: store, opts: opts}
 	c.names.group, c.names.partition, c.names.topic = "group", "partition", "topic"
+	c.addPartitionMetrics()
+	c.topics = prometheus.NewDesc("seglog_topics", "Topics of the store.", nil, nil)
+	c.openPartitions = prometheus.NewDesc("seglog_open_partitions", "Partitions whose log is open.", nil, nil)
+	c.openFiles = prometheus.NewDesc("seglog_open_files", "Files that partition segments hold open (and as many memory maps).", nil, nil)
+	if opts.Offsets != nil {
+		c.addOffsetsMetrics()
+	}
+	if opts.Cleaner != nil {
+		c.addRetentionMetrics()
+	}
+	return c
+}
+
+// addPartitionMetrics adds the per-partition metrics to c.
+func (c *Collector) addPartitionMetrics() {
 	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
 	pd := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, partLabels, nil)
@@ -113,61 +128,60 @@ func New(store *storage.Store, opts Options) *Collector {
 		func(_ *storage.Stats, o *storage.OpenStats) float64 { return float64(o.RecoveredBytes) })
 	pm("seglog_log_truncated_bytes", "Bytes cut at the first invalid batch when the partition's log was opened.", gauge,
 		func(_ *storage.Stats, o *storage.OpenStats) float64 { return float64(o.TruncatedBytes) })
+}
 
-	c.topics = prometheus.NewDesc("seglog_topics", "Topics of the store.", nil, nil)
-	c.openPartitions = prometheus.NewDesc("seglog_open_partitions", "Partitions whose log is open.", nil, nil)
-	c.openFiles = prometheus.NewDesc("seglog_open_files", "Files that partition segments hold open (and as many memory maps).", nil, nil)
-
-	if opts.Offsets != nil {
-		groupLabels := []string{"group", "topic", "partition"}
-		c.committed = prometheus.NewDesc("seglog_group_committed_offset", "Durable committed offset (the next to read) of a consumer group on a partition.", groupLabels, nil)
-		c.lag = prometheus.NewDesc("seglog_group_lag", "Records of the partition after the group's committed offset: log end offset minus committed offset (0 when committed is past the end); open partitions only.", groupLabels, nil)
-		om := func(name, help string, typ prometheus.ValueType, val func(*offsets.Stats) float64) {
-			c.offs = append(c.offs, offsetsMetric{prometheus.NewDesc(name, help, nil, nil), typ, val})
-		}
-		om("seglog_offsets_groups", "Consumer groups of the offsets store (durable state).", gauge,
-			func(s *offsets.Stats) float64 { return float64(s.Groups) })
-		om("seglog_offsets_positions", "Committed (group, topic, partition) positions of the offsets store (durable state).", gauge,
-			func(s *offsets.Stats) float64 { return float64(s.Positions) })
-		om("seglog_offsets_journal_bytes", "Bytes of the offsets journal the store appends to or follows.", gauge,
-			func(s *offsets.Stats) float64 { return float64(s.JournalBytes) })
-		om("seglog_offsets_dropped_bytes", "Bytes the offsets store cut from journal tails since it was opened (read-only: found past the last valid record).", gauge,
-			func(s *offsets.Stats) float64 { return float64(s.DroppedBytes) })
-		om("seglog_offsets_journal_records_total", "Journal records the offsets store appended since it was opened.", counter,
-			func(s *offsets.Stats) float64 { return float64(s.Records) })
-		om("seglog_offsets_tailed_records_total", "Journal records of other stores on the directory that the offsets store read since it was opened.", counter,
-			func(s *offsets.Stats) float64 { return float64(s.Tailed) })
-		om("seglog_offsets_reloads_total", "Times the offsets store reread its directory after another store compacted.", counter,
-			func(s *offsets.Stats) float64 { return float64(s.Reloads) })
-		om("seglog_offsets_fsyncs_total", "Fsyncs of the offsets journal by the store since it was opened.", counter,
-			func(s *offsets.Stats) float64 { return float64(s.Syncs) })
-		om("seglog_offsets_compactions_total", "Compactions of the offsets journal by the store since it was opened.", counter,
-			func(s *offsets.Stats) float64 { return float64(s.Compactions) })
-		om("seglog_offsets_compaction_failing", "1 when the offsets store's last compaction failed, else 0.", gauge,
-			func(s *offsets.Stats) float64 { return b2f(s.CompactErr != nil) })
-		om("seglog_offsets_refresh_failing", "1 when the offsets store's last attempt to follow the journal failed, else 0.", gauge,
-			func(s *offsets.Stats) float64 { return b2f(s.RefreshErr != nil) })
+// addOffsetsMetrics adds the offsets store's metrics to c.
+func (c *Collector) addOffsetsMetrics() {
+	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
+	groupLabels := []string{"group", "topic", "partition"}
+	c.committed = prometheus.NewDesc("seglog_group_committed_offset", "Durable committed offset (the next to read) of a consumer group on a partition.", groupLabels, nil)
+	c.lag = prometheus.NewDesc("seglog_group_lag", "Records of the partition after the group's committed offset: log end offset minus committed offset (0 when committed is past the end); open partitions only.", groupLabels, nil)
+	om := func(name, help string, typ prometheus.ValueType, val func(*offsets.Stats) float64) {
+		c.offs = append(c.offs, offsetsMetric{prometheus.NewDesc(name, help, nil, nil), typ, val})
 	}
+	om("seglog_offsets_groups", "Consumer groups of the offsets store (durable state).", gauge,
+		func(s *offsets.Stats) float64 { return float64(s.Groups) })
+	om("seglog_offsets_positions", "Committed (group, topic, partition) positions of the offsets store (durable state).", gauge,
+		func(s *offsets.Stats) float64 { return float64(s.Positions) })
+	om("seglog_offsets_journal_bytes", "Bytes of the offsets journal the store appends to or follows.", gauge,
+		func(s *offsets.Stats) float64 { return float64(s.JournalBytes) })
+	om("seglog_offsets_dropped_bytes", "Bytes the offsets store cut from journal tails since it was opened (read-only: found past the last valid record).", gauge,
+		func(s *offsets.Stats) float64 { return float64(s.DroppedBytes) })
+	om("seglog_offsets_journal_records_total", "Journal records the offsets store appended since it was opened.", counter,
+		func(s *offsets.Stats) float64 { return float64(s.Records) })
+	om("seglog_offsets_tailed_records_total", "Journal records of other stores on the directory that the offsets store read since it was opened.", counter,
+		func(s *offsets.Stats) float64 { return float64(s.Tailed) })
+	om("seglog_offsets_reloads_total", "Times the offsets store reread its directory after another store compacted.", counter,
+		func(s *offsets.Stats) float64 { return float64(s.Reloads) })
+	om("seglog_offsets_fsyncs_total", "Fsyncs of the offsets journal by the store since it was opened.", counter,
+		func(s *offsets.Stats) float64 { return float64(s.Syncs) })
+	om("seglog_offsets_compactions_total", "Compactions of the offsets journal by the store since it was opened.", counter,
+		func(s *offsets.Stats) float64 { return float64(s.Compactions) })
+	om("seglog_offsets_compaction_failing", "1 when the offsets store's last compaction failed, else 0.", gauge,
+		func(s *offsets.Stats) float64 { return b2f(s.CompactErr != nil) })
+	om("seglog_offsets_refresh_failing", "1 when the offsets store's last attempt to follow the journal failed, else 0.", gauge,
+		func(s *offsets.Stats) float64 { return b2f(s.RefreshErr != nil) })
+}
 
-	if opts.Cleaner != nil {
-		rm := func(name, help string, typ prometheus.ValueType, val func(*retention.Stats) float64) {
-			c.retention = append(c.retention, retentionMetric{prometheus.NewDesc(name, help, nil, nil), typ, val})
-		}
-		rm("seglog_retention_runs_total", "Retention runs, dry runs included.", counter,
-			func(s *retention.Stats) float64 { return float64(s.Runs) })
-		rm("seglog_retention_dry_runs_total", "Retention dry runs.", counter,
-			func(s *retention.Stats) float64 { return float64(s.DryRuns) })
-		rm("seglog_retention_deleted_segments_total", "Segments retention deleted.", counter,
-			func(s *retention.Stats) float64 { return float64(s.DeletedSegments) })
-		rm("seglog_retention_deleted_bytes_total", "Bytes of the segments retention deleted.", counter,
-			func(s *retention.Stats) float64 { return float64(s.DeletedBytes) })
-		rm("seglog_retention_failures_total", "Partitions a retention run could not clean, summed over runs.", counter,
-			func(s *retention.Stats) float64 { return float64(s.Failures) })
-		rm("seglog_retention_last_run_duration_seconds", "Seconds the last retention run took.", gauge,
-			func(s *retention.Stats) float64 { return s.LastElapsed.Seconds() })
-		c.lastRun = prometheus.NewDesc("seglog_retention_last_run_timestamp_seconds", "When the last retention run started, in seconds since the Unix epoch (absent before the first run).", nil, nil)
+// addRetentionMetrics adds the retention cleaner's metrics to c.
+func (c *Collector) addRetentionMetrics() {
+	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
+	rm := func(name, help string, typ prometheus.ValueType, val func(*retention.Stats) float64) {
+		c.retention = append(c.retention, retentionMetric{prometheus.NewDesc(name, help, nil, nil), typ, val})
 	}
-	return c
+	rm("seglog_retention_runs_total", "Retention runs, dry runs included.", counter,
+		func(s *retention.Stats) float64 { return float64(s.Runs) })
+	rm("seglog_retention_dry_runs_total", "Retention dry runs.", counter,
+		func(s *retention.Stats) float64 { return float64(s.DryRuns) })
+	rm("seglog_retention_deleted_segments_total", "Segments retention deleted.", counter,
+		func(s *retention.Stats) float64 { return float64(s.DeletedSegments) })
+	rm("seglog_retention_deleted_bytes_total", "Bytes of the segments retention deleted.", counter,
+		func(s *retention.Stats) float64 { return float64(s.DeletedBytes) })
+	rm("seglog_retention_failures_total", "Partitions a retention run could not clean, summed over runs.", counter,
+		func(s *retention.Stats) float64 { return float64(s.Failures) })
+	rm("seglog_retention_last_run_duration_seconds", "Seconds the last retention run took.", gauge,
+		func(s *retention.Stats) float64 { return s.LastElapsed.Seconds() })
+	c.lastRun = prometheus.NewDesc("seglog_retention_last_run_timestamp_seconds", "When the last retention run started, in seconds since the Unix epoch (absent before the first run).", nil, nil)
 }
 
 // Describe sends the descriptors of every metric the Collector may collect.

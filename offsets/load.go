@@ -148,7 +148,6 @@ func (s *Store) recoverLocked() (*loaded, error) {
 			return nil, fmt.Errorf("offsets: remove temporary snapshot: %w", err)
 		}
 	}
-
 	l := &loaded{st: newState(0)}
 	var snapGen uint64
 	if ls.snapshot {
@@ -166,34 +165,48 @@ func (s *Store) recoverLocked() (*loaded, error) {
 	if err := s.fs.SyncDir(s.dir); err != nil {
 		return nil, fmt.Errorf("offsets: %w", err)
 	}
-
-	type replayed struct {
-		gen     uint64
-		path    string
-		records int
-		size    int // of the file
-		end     int // valid prefix
+	live, changed, err := s.replayJournalsLocked(ls.gens, snapGen, l)
+	if err != nil {
+		return nil, err
 	}
-	var live []replayed
-	changed := false // files removed or created: fsync the directory
+	if err := s.activateLocked(l, live, snapGen, changed); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// replayed is a journal that recovery replayed.
+type replayed struct {
+	gen     uint64
+	path    string
+	records int
+	size    int // of the file
+	end     int // valid prefix
+}
+
+// replayJournalsLocked replays the journals from the snapshot's generation
+// on into l, removing older ones (and, after a recovered corruption, later
+// ones), and an empty journal that an interrupted compaction left. changed
+// says whether files were removed (the directory needs an fsync).
+func (s *Store) replayJournalsLocked(gens []uint64, snapGen uint64, l *loaded) (live []replayed, changed bool, err error) {
 	stopped := false // a corruption was recovered: later journals are dropped
-	for _, gen := range ls.gens {
+	for _, gen := range gens {
 		path := s.path(journalName(gen))
 		if gen < snapGen || stopped {
 			if err := s.fs.Remove(path); err != nil {
-				return nil, fmt.Errorf("offsets: remove obsolete journal: %w", err)
+				return nil, false, fmt.Errorf("offsets: remove obsolete journal: %w", err)
 			}
 			changed = true
 			continue
 		}
 		data, err := vfs.ReadFile(s.fs, path, 1<<62)
 		if err != nil {
-			return nil, fmt.Errorf("offsets: %w", err)
+			return nil, false, fmt.Errorf("offsets: %w", err)
 		}
 		res := replayJournal(data, gen, l.st)
 		if res.reason != "" {
 			if !s.opts.RecoverCorrupt {
-				return nil, &CorruptError{File: path, Pos: int64(res.end), Reason: res.reason}
+				return nil, false, &CorruptError{File: path, Pos: int64(res.end), Reason: res.reason}
 			}
 			stopped = true
 		}
@@ -206,22 +219,29 @@ func (s *Store) recoverLocked() (*loaded, error) {
 	// goes, and they need not switch.
 	for len(live) > 1 && live[len(live)-1].records == 0 {
 		if err := s.fs.Remove(live[len(live)-1].path); err != nil {
-			return nil, fmt.Errorf("offsets: remove an empty journal that a compaction left: %w", err)
+			return nil, false, fmt.Errorf("offsets: remove an empty journal that a compaction left: %w", err)
 		}
 		changed = true
 		live = live[:len(live)-1]
 	}
+	return live, changed, nil
+}
+
+// activateLocked makes the replayed journals durable (a torn tail cut, a
+// missing header written), creates the first journal if there is none,
+// and opens the last one for appending into l.
+func (s *Store) activateLocked(l *loaded, live []replayed, snapGen uint64, changed bool) error {
 	for _, r := range live {
 		if r.end < r.size || r.end < journalHeaderSize {
 			// A torn or corrupt tail, or a header that never reached
 			// the disk (then the file holds no record): cut, rewrite
 			// the header if needed, fsync.
 			if err := s.cutJournal(r.path, r.gen, r.end); err != nil {
-				return nil, err
+				return err
 			}
 			l.dropped += int64(r.size - r.end)
 		} else if err := s.syncFile(r.path); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	active := uint64(0)
@@ -231,22 +251,22 @@ func (s *Store) recoverLocked() (*loaded, error) {
 	} else {
 		active = max(snapGen, 1)
 		if err := s.cutJournal(s.path(journalName(active)), active, 0); err != nil {
-			return nil, err
+			return err
 		}
 		changed = true
 		l.end = journalHeaderSize
 	}
 	if changed {
 		if err := s.fs.SyncDir(s.dir); err != nil {
-			return nil, fmt.Errorf("offsets: %w", err)
+			return fmt.Errorf("offsets: %w", err)
 		}
 	}
 	f, err := openNoFollow(s.fs, s.path(journalName(active)), os.O_RDWR|os.O_APPEND, s.opts.FileMode)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	l.j, l.journals = s.newJournal(f, active), max(len(live), 1)
-	return l, nil
+	return nil
 }
 
 // syncFile fsyncs a file of the store.
@@ -320,6 +340,80 @@ func (s *Store) loadReadOnly() (*loaded, error) {
 	return nil, fmt.Errorf("offsets: %s changed on each of %d attempts to read it: %w", s.dir, loadAttempts, err)
 }
 
+// openedJournal is a journal a read-only load opened, and the size it read.
+type openedJournal struct {
+	f    vfs.File
+	size int
+}
+
+// readSnapshotReadOnly reads the snapshot for a read-only load; a snapshot
+// gone meanwhile is errChanged (a compaction replaced it: look again).
+func (s *Store) readSnapshotReadOnly() (*state, uint64, error) {
+	path := s.path(snapshotName)
+	f, err := openNoFollow(s.fs, path, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, fmt.Errorf("%w: %s", errChanged, path)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	data, err := readAll(f, maxSnapshotBytes)
+	_ = f.Close()
+	if err != nil {
+		return nil, 0, err
+	}
+	st, gen, pos, reason := decodeSnapshot(data)
+	if reason != "" {
+		return nil, 0, &CorruptError{File: path, Pos: pos, Reason: reason}
+	}
+	return st, gen, nil
+}
+
+// closeJournals closes the journals a read-only load opened: all of them
+// when it failed, else all but the last, which it follows.
+func closeJournals(files []openedJournal, all bool) {
+	for i, o := range files {
+		if all || i < len(files)-1 {
+			_ = o.f.Close()
+		}
+	}
+}
+
+// checkUnchanged checks that what a read-only load read still stands: the
+// older journals final (a store appending to one would have appended after
+// what was read) and the last one still linked (or a compaction replaced
+// it meanwhile); errChanged if not.
+func checkUnchanged(files []openedJournal) error {
+	for i, o := range files {
+		fi, err := o.f.Stat()
+		if err != nil {
+			return fmt.Errorf("offsets: %w", err)
+		}
+		if i < len(files)-1 && fi.Size() != int64(o.size) || i == len(files)-1 && unlinked(fi) {
+			return fmt.Errorf("%w: %s", errChanged, o.f.Name())
+		}
+	}
+	return nil
+}
+
+// syncServedReadOnly makes durable what a read-only load serves: the
+// rename of the snapshot, the removal of journals and the journals' tails
+// may still be in the page cache of the process that made them.
+func (s *Store) syncServedReadOnly(snapshot bool, files []openedJournal) error {
+	if snapshot || len(files) > 0 {
+		if err := syncReadOnly(s.fs.SyncDir(s.dir)); err != nil {
+			return fmt.Errorf("offsets: %w", err)
+		}
+	}
+	for _, o := range files {
+		if err := syncReadOnly(o.f.Sync()); err != nil {
+			return fmt.Errorf("offsets: fsync %s: %w", o.f.Name(), err)
+		}
+	}
+	s.syncs.Add(uint64(len(files)))
+	return nil
+}
+
 func (s *Store) tryLoadReadOnly(last bool) (_ *loaded, err error) {
 	ls, err := listDir(s.fs, s.dir)
 	if err != nil {
@@ -328,24 +422,9 @@ func (s *Store) tryLoadReadOnly(last bool) (_ *loaded, err error) {
 	l := &loaded{st: newState(0)}
 	var snapGen uint64
 	if ls.snapshot {
-		path := s.path(snapshotName)
-		f, err := openNoFollow(s.fs, path, os.O_RDONLY, 0)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s", errChanged, path)
-		}
-		if err != nil {
+		if l.st, snapGen, err = s.readSnapshotReadOnly(); err != nil {
 			return nil, err
 		}
-		data, err := readAll(f, maxSnapshotBytes)
-		_ = f.Close()
-		if err != nil {
-			return nil, err
-		}
-		st, gen, pos, reason := decodeSnapshot(data)
-		if reason != "" {
-			return nil, &CorruptError{File: path, Pos: pos, Reason: reason}
-		}
-		l.st, snapGen = st, gen
 	}
 	var gens []uint64
 	for _, g := range ls.gens {
@@ -358,18 +437,8 @@ func (s *Store) tryLoadReadOnly(last bool) (_ *loaded, err error) {
 		// is older than the snapshot read.
 		return nil, fmt.Errorf("%w: no journal %d beside snapshot %d", errChanged, snapGen, snapGen)
 	}
-	type opened struct {
-		f    vfs.File
-		size int
-	}
-	var files []opened
-	defer func() {
-		for i, o := range files {
-			if err != nil || i < len(files)-1 {
-				_ = o.f.Close()
-			}
-		}
-	}()
+	var files []openedJournal
+	defer func() { closeJournals(files, err != nil) }()
 	for _, gen := range gens {
 		path := s.path(journalName(gen))
 		f, err := openNoFollow(s.fs, path, os.O_RDONLY, 0)
@@ -379,7 +448,7 @@ func (s *Store) tryLoadReadOnly(last bool) (_ *loaded, err error) {
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, opened{f: f})
+		files = append(files, openedJournal{f: f})
 		data, err := readAll(f, 1<<62)
 		if err != nil {
 			return nil, err
@@ -402,32 +471,14 @@ func (s *Store) tryLoadReadOnly(last bool) (_ *loaded, err error) {
 		l.dropped += l.tail
 		l.end = int64(res.end)
 	}
-	// The older journals must be final (a store appending to one would
-	// have appended after what was read) and the last one still linked
-	// (or a compaction replaced it meanwhile).
-	for i, o := range files {
-		fi, err := o.f.Stat()
-		if err != nil {
-			return nil, fmt.Errorf("offsets: %w", err)
-		}
-		if !last && (i < len(files)-1 && fi.Size() != int64(o.size) || i == len(files)-1 && unlinked(fi)) {
-			return nil, fmt.Errorf("%w: %s", errChanged, o.f.Name())
+	if !last {
+		if err := checkUnchanged(files); err != nil {
+			return nil, err
 		}
 	}
-	// What it serves must be durable: the rename of the snapshot, the
-	// removal of journals and the journals' tails may still be in the page
-	// cache of the process that made them.
-	if ls.snapshot || len(files) > 0 {
-		if err := syncReadOnly(s.fs.SyncDir(s.dir)); err != nil {
-			return nil, fmt.Errorf("offsets: %w", err)
-		}
+	if err := s.syncServedReadOnly(ls.snapshot, files); err != nil {
+		return nil, err
 	}
-	for _, o := range files {
-		if err := syncReadOnly(o.f.Sync()); err != nil {
-			return nil, fmt.Errorf("offsets: fsync %s: %w", o.f.Name(), err)
-		}
-	}
-	s.syncs.Add(uint64(len(files)))
 	l.journals = len(files)
 	if len(files) > 0 {
 		// After a corruption (RecoverCorrupt), the journal that holds it

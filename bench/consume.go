@@ -59,8 +59,9 @@ func (w Consume) Name() string {
 	return "consume"
 }
 
-// Run measures the workload.
-func (w Consume) Run(ctx context.Context, env *Env) ([]Result, error) {
+// withDefaults fills in the zero fields of w and rounds Records up to whole
+// batches.
+func (w Consume) withDefaults() Consume {
 	if w.RecordSize <= 0 {
 		w.RecordSize = 1024
 	}
@@ -80,6 +81,12 @@ func (w Consume) Run(ctx context.Context, env *Env) ([]Result, error) {
 	if w.FetchBytes <= 0 {
 		w.FetchBytes = storage.DefaultReadBytes
 	}
+	return w
+}
+
+// Run measures the workload.
+func (w Consume) Run(ctx context.Context, env *Env) ([]Result, error) {
+	w = w.withDefaults()
 	dir, err := env.dataset(ctx, dataSpec{w.RecordSize, w.BatchSize, w.Partitions, w.Records})
 	if err != nil {
 		return nil, err
@@ -99,6 +106,27 @@ func (w Consume) Run(ctx context.Context, env *Env) ([]Result, error) {
 		return nil, err
 	}
 	defer closeLogs(logs)
+	assign, total := w.assign(logs)
+	env.progress.setTotal(total)
+	if err := w.consume(ctx, env, assign, &res); err != nil {
+		return nil, err
+	}
+	if res.Records != total {
+		return nil, fmt.Errorf("bench: %s read %d records, want %d", w.Name(), res.Records, total)
+	}
+
+	// Baseline: a plain file of the bytes one consumer reads, read by as
+	// many readers at once as there are consumers.
+	if res.Baseline, err = w.baseline(ctx, env, res.Bytes/int64(w.Consumers)); err != nil {
+		return nil, err
+	}
+	res.finish()
+	return []Result{res}, nil
+}
+
+// assign returns the logs each consumer reads and the records they hold
+// in all.
+func (w Consume) assign(logs []*storage.Log) ([][]*storage.Log, int64) {
 	var total int64
 	assign := make([][]*storage.Log, w.Consumers)
 	for c := range assign {
@@ -113,7 +141,12 @@ func (w Consume) Run(ctx context.Context, env *Env) ([]Result, error) {
 			total += l.EndOffset() - l.StartOffset()
 		}
 	}
-	env.progress.setTotal(total)
+	return assign, total
+}
+
+// consume runs the consumers over their assigned logs at once and records
+// the elapsed time, peak RSS, records, bytes and latency in res.
+func (w Consume) consume(ctx context.Context, env *Env, assign [][]*storage.Log, res *Result) error {
 	hists := make([]*Histogram, w.Consumers)
 	counts := make([]int64, w.Consumers)
 	payload := make([]int64, w.Consumers)
@@ -149,7 +182,7 @@ func (w Consume) Run(ctx context.Context, env *Env) ([]Result, error) {
 	res.Elapsed = time.Since(begin)
 	res.PeakRSS = peakRSS()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return err
 	}
 	h := NewHistogram()
 	for c := range hists {
@@ -157,14 +190,14 @@ func (w Consume) Run(ctx context.Context, env *Env) ([]Result, error) {
 		res.Records += counts[c]
 		res.Bytes += payload[c]
 	}
-	if res.Records != total {
-		return nil, fmt.Errorf("bench: %s read %d records, want %d", w.Name(), res.Records, total)
-	}
 	res.Latency = h.Latency()
+	return nil
+}
 
-	// Baseline: a plain file of the bytes one consumer reads, read by as
-	// many readers at once as there are consumers.
-	perReader := res.Bytes / int64(w.Consumers)
+// baseline writes a plain file of perReader bytes and reads it from as
+// many readers at once as there are consumers, twice; the faster read
+// counts.
+func (w Consume) baseline(ctx context.Context, env *Env, perReader int64) (*Baseline, error) {
 	_, path, err := plainWrite(ctx, env.Dir, perReader, 1<<20, 0)
 	if path != "" {
 		defer os.Remove(path)
@@ -184,9 +217,7 @@ func (w Consume) Run(ctx context.Context, env *Env) ([]Result, error) {
 			b = bi
 		}
 	}
-	res.Baseline = &b
-	res.finish()
-	return []Result{res}, nil
+	return &b, nil
 }
 
 // fetchAll reads l from its start to its end, maxBytes per ReadInto, and

@@ -35,8 +35,8 @@ func (w EndToEnd) Name() string {
 	return "end-to-end"
 }
 
-// Run measures the workload.
-func (w EndToEnd) Run(ctx context.Context, env *Env) ([]Result, error) {
+// withDefaults fills in the zero fields of w.
+func (w EndToEnd) withDefaults() EndToEnd {
 	if w.RecordSize <= 0 {
 		w.RecordSize = 1024
 	}
@@ -49,10 +49,11 @@ func (w EndToEnd) Run(ctx context.Context, env *Env) ([]Result, error) {
 	if w.Records <= 0 {
 		w.Records = 200_000
 	}
-	dir, err := env.workDir(w.Name())
-	if err != nil {
-		return nil, err
-	}
+	return w
+}
+
+// newResult returns the workload's result with its parameters.
+func (w EndToEnd) newResult() Result {
 	res := Result{Name: w.Name(), Workload: "end-to-end", LatencyOf: "append to delivery (batch due -> consumer holds it)"}
 	res.param("record", formatBytes(int64(w.RecordSize)))
 	res.param("batch", w.BatchSize)
@@ -64,6 +65,17 @@ func (w EndToEnd) Run(ctx context.Context, env *Env) ([]Result, error) {
 	} else {
 		res.param("rate", "unlimited")
 	}
+	return res
+}
+
+// Run measures the workload.
+func (w EndToEnd) Run(ctx context.Context, env *Env) ([]Result, error) {
+	w = w.withDefaults()
+	dir, err := env.workDir(w.Name())
+	if err != nil {
+		return nil, err
+	}
+	res := w.newResult()
 	logs, err := openLogs(dir, w.Partitions, storage.Options{})
 	if err != nil {
 		return nil, err
@@ -91,56 +103,10 @@ func (w EndToEnd) Run(ctx context.Context, env *Env) ([]Result, error) {
 		pctx, stopConsumer := context.WithCancel(ctx)
 		g.Go(func() error { // producer
 			defer stopConsumer()
-			for k := int64(0); k < batchesPer; k++ {
-				var t time.Duration
-				if interval > 0 {
-					t = time.Duration(k) * interval
-					if d := t - time.Since(begin); d > 0 {
-						time.Sleep(d)
-					}
-				} else {
-					t = time.Since(begin)
-				}
-				due[k].Store(int64(t))
-				if _, err := l.AppendBatch(batches[k%4]); err != nil {
-					return err
-				}
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-			}
-			return nil
+			return e2eProduce(ctx, l, batches, due, begin, interval)
 		})
 		g.Go(func() error { // tailing consumer
-			h := hists[p]
-			buf := make([]byte, 0, storage.DefaultReadBytes+segment.HeaderSize+64<<10)
-			end := batchesPer * int64(w.BatchSize)
-			for off := int64(0); off < end; {
-				if err := l.Wait(pctx, off); err != nil {
-					if pctx.Err() != nil && ctx.Err() == nil && l.EndOffset() > off {
-						// The producer finished: drain without waiting.
-					} else {
-						return fmt.Errorf("bench: consumer at %d: %w", off, err)
-					}
-				}
-				data, err := l.ReadInto(buf, off, storage.DefaultReadBytes)
-				if err != nil {
-					return err
-				}
-				now := time.Since(begin)
-				first := off
-				sc := segment.ScanBuffer(data, segment.ScanOptions{})
-				for sc.Next() {
-					k := sc.Header().BaseOffset / int64(w.BatchSize)
-					h.Record(now - time.Duration(due[k].Load()))
-					off = sc.Header().NextOffset()
-				}
-				if err := sc.Err(); err != nil {
-					return err
-				}
-				env.progress.add(off - first)
-			}
-			return nil
+			return w.e2eConsume(ctx, pctx, env, l, hists[p], due, begin, batchesPer*int64(w.BatchSize))
 		})
 	}
 	err = g.Wait()
@@ -166,4 +132,62 @@ func (w EndToEnd) Run(ctx context.Context, env *Env) ([]Result, error) {
 		res.Notes = append(res.Notes, "throughput is the offered rate when the engine keeps up; latency is what to read")
 	}
 	return []Result{res}, nil
+}
+
+// e2eProduce appends len(due) batches to l, cycling through batches, one
+// every interval after begin (or as fast as possible when interval is 0),
+// and stores in due when each batch was due.
+func e2eProduce(ctx context.Context, l *storage.Log, batches [][]byte, due []atomic.Int64, begin time.Time, interval time.Duration) error {
+	for k := int64(0); k < int64(len(due)); k++ {
+		var t time.Duration
+		if interval > 0 {
+			t = time.Duration(k) * interval
+			if d := t - time.Since(begin); d > 0 {
+				time.Sleep(d)
+			}
+		} else {
+			t = time.Since(begin)
+		}
+		due[k].Store(int64(t))
+		if _, err := l.AppendBatch(batches[k%int64(len(batches))]); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// e2eConsume tails l up to offset end (waiting with pctx, which ends when
+// the producer is done) and records in h each batch's latency from when it
+// was due.
+func (w EndToEnd) e2eConsume(ctx, pctx context.Context, env *Env, l *storage.Log, h *Histogram, due []atomic.Int64, begin time.Time, end int64) error {
+	buf := make([]byte, 0, storage.DefaultReadBytes+segment.HeaderSize+64<<10)
+	for off := int64(0); off < end; {
+		if err := l.Wait(pctx, off); err != nil {
+			if pctx.Err() != nil && ctx.Err() == nil && l.EndOffset() > off {
+				// The producer finished: drain without waiting.
+			} else {
+				return fmt.Errorf("bench: consumer at %d: %w", off, err)
+			}
+		}
+		data, err := l.ReadInto(buf, off, storage.DefaultReadBytes)
+		if err != nil {
+			return err
+		}
+		now := time.Since(begin)
+		first := off
+		sc := segment.ScanBuffer(data, segment.ScanOptions{})
+		for sc.Next() {
+			k := sc.Header().BaseOffset / int64(w.BatchSize)
+			h.Record(now - time.Duration(due[k].Load()))
+			off = sc.Header().NextOffset()
+		}
+		if err := sc.Err(); err != nil {
+			return err
+		}
+		env.progress.add(off - first)
+	}
+	return nil
 }

@@ -71,22 +71,7 @@ func (w Offsets) Run(ctx context.Context, env *Env) ([]Result, error) {
 			defer wg.Done()
 			h := NewHistogram()
 			hists[c] = h
-			group := fmt.Sprintf("group-%d", c)
-			for i := int64(0); ; i++ {
-				t := time.Now()
-				if t.After(deadline) || ctx.Err() != nil {
-					break
-				}
-				if err := st.Commit(group, "topic", int32(i%int64(w.Partitions)), i, ""); err != nil {
-					errs[c] = err
-					return
-				}
-				h.Record(time.Since(t))
-				counts[c]++
-				if c == 0 && i&63 == 0 {
-					env.progress.set(int64(time.Since(begin) / time.Millisecond))
-				}
-			}
+			counts[c], errs[c] = w.commitLoop(ctx, env, st, c, h, begin, deadline)
 		}(c)
 	}
 	wg.Wait()
@@ -120,4 +105,26 @@ func (w Offsets) Run(ctx context.Context, env *Env) ([]Result, error) {
 	res.finish()
 	res.DiskBytes = 0 // journal and snapshot: not payload
 	return []Result{res}, nil
+}
+
+// commitLoop commits as committer c (group "group-c") until deadline or
+// until ctx ends, timing each Commit in h, and returns the commits made.
+func (w Offsets) commitLoop(ctx context.Context, env *Env, st *offsets.Store, c int, h *Histogram, begin, deadline time.Time) (int64, error) {
+	var count int64
+	group := fmt.Sprintf("group-%d", c)
+	for i := int64(0); ; i++ {
+		t := time.Now()
+		if t.After(deadline) || ctx.Err() != nil {
+			break
+		}
+		if err := st.Commit(group, "topic", int32(i%int64(w.Partitions)), i, ""); err != nil {
+			return count, err
+		}
+		h.Record(time.Since(t))
+		count++
+		if c == 0 && i&63 == 0 {
+			env.progress.set(int64(time.Since(begin) / time.Millisecond))
+		}
+	}
+	return count, nil
 }

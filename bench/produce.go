@@ -143,8 +143,8 @@ func (w Produce) Run(ctx context.Context, env *Env) ([]Result, error) {
 	return []Result{res}, nil
 }
 
-// run appends into dir and measures; it does not measure the baseline.
-func (w Produce) run(ctx context.Context, env *Env, dir string, prog *progress) (Result, error) {
+// newResult returns the workload's result with its parameters.
+func (w Produce) newResult() Result {
 	res := Result{Name: w.Name(), Workload: "produce"}
 	res.param("record", formatBytes(int64(w.RecordSize)))
 	res.param("batch", w.BatchSize)
@@ -160,7 +160,69 @@ func (w Produce) run(ctx context.Context, env *Env, dir string, prog *progress) 
 		res.param("validate", "records")
 	}
 	res.LatencyOf = "Log." + w.Path.String() + " call (one batch)"
+	return res
+}
 
+// producerSets is how many batches (or record sets) each producer
+// prepares and cycles through.
+const producerSets = 4
+
+// producerData prepares producer i's batches (PathBatch) or record sets
+// (PathRecords).
+func (w Produce) producerData(i int) (batches [][]byte, recSets [][]segment.Record, err error) {
+	const k = producerSets
+	if w.Path == PathBatch {
+		batches, err = encodeBatches(k, w.BatchSize, w.RecordSize, w.Codec, uint64(i*k+1))
+	} else {
+		for j := 0; j < k; j++ {
+			recSets = append(recSets, makeRecords(w.BatchSize, w.RecordSize, w.Codec != segment.CodecNone, uint64(i*k+j+1)))
+		}
+	}
+	return batches, recSets, err
+}
+
+// produceLoop appends one producer's batches to l until claimed passes
+// totalBatches (or, when Records is 0, until Duration after begin), timing
+// each append in h, and returns the records appended.
+func (w Produce) produceLoop(ctx context.Context, l *storage.Log, batches [][]byte, recSets [][]segment.Record, h *Histogram, begin time.Time, claimed *atomic.Int64, totalBatches int64, prog *progress) (int64, error) {
+	const k = producerSets
+	var count int64
+	deadline := begin.Add(w.Duration)
+	for j := 0; ; j++ {
+		if w.Records > 0 {
+			if claimed.Add(1) > totalBatches {
+				break
+			}
+		} else if time.Now().After(deadline) {
+			break
+		}
+		if j&255 == 0 && ctx.Err() != nil {
+			return count, ctx.Err()
+		}
+		t := time.Now()
+		var err error
+		if w.Path == PathBatch {
+			_, err = l.AppendBatch(batches[j%k])
+		} else {
+			_, err = l.Append(recSets[j%k]...)
+		}
+		h.Record(time.Since(t))
+		if err != nil {
+			return count, err
+		}
+		count += int64(w.BatchSize)
+		if w.Records > 0 {
+			prog.add(int64(w.BatchSize))
+		} else if j&15 == 0 {
+			prog.set(int64(time.Since(begin) / time.Millisecond))
+		}
+	}
+	return count, nil
+}
+
+// run appends into dir and measures; it does not measure the baseline.
+func (w Produce) run(ctx context.Context, env *Env, dir string, prog *progress) (Result, error) {
+	res := w.newResult()
 	opts := storage.Options{Compression: w.Codec, Sync: w.Sync, SyncEveryRecords: w.SyncEvery, ValidateRecords: w.ValidateRecords, SegmentBytes: w.SegmentBytes}
 	logs, err := openLogs(dir, w.Partitions, opts)
 	if err != nil {
@@ -189,53 +251,14 @@ func (w Produce) run(ctx context.Context, env *Env, dir string, prog *progress) 
 			h := NewHistogram()
 			hists[i] = h
 			l := logs[i%w.Partitions]
-			const k = 4
-			var batches [][]byte
-			var recSets [][]segment.Record
-			if w.Path == PathBatch {
-				batches, errs[i] = encodeBatches(k, w.BatchSize, w.RecordSize, w.Codec, uint64(i*k+1))
-			} else {
-				for j := 0; j < k; j++ {
-					recSets = append(recSets, makeRecords(w.BatchSize, w.RecordSize, w.Codec != segment.CodecNone, uint64(i*k+j+1)))
-				}
-			}
+			batches, recSets, err := w.producerData(i)
+			errs[i] = err
 			ready.Done()
 			<-start
 			if errs[i] != nil {
 				return
 			}
-			deadline := begin.Add(w.Duration)
-			for j := 0; ; j++ {
-				if w.Records > 0 {
-					if claimed.Add(1) > totalBatches {
-						break
-					}
-				} else if time.Now().After(deadline) {
-					break
-				}
-				if j&255 == 0 && ctx.Err() != nil {
-					errs[i] = ctx.Err()
-					return
-				}
-				t := time.Now()
-				var err error
-				if w.Path == PathBatch {
-					_, err = l.AppendBatch(batches[j%k])
-				} else {
-					_, err = l.Append(recSets[j%k]...)
-				}
-				h.Record(time.Since(t))
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				counts[i] += int64(w.BatchSize)
-				if w.Records > 0 {
-					prog.add(int64(w.BatchSize))
-				} else if j&15 == 0 {
-					prog.set(int64(time.Since(begin) / time.Millisecond))
-				}
-			}
+			counts[i], errs[i] = w.produceLoop(ctx, l, batches, recSets, h, begin, &claimed, totalBatches, prog)
 		}(i)
 	}
 	ready.Wait()

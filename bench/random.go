@@ -74,24 +74,44 @@ func (w RandomRead) Run(ctx context.Context, env *Env) ([]Result, error) {
 	env.progress.setTotal(int64(w.Reads))
 	// Room for the batch and the index interval the log may read with it.
 	buf := make([]byte, 0, w.BatchSize*(w.RecordSize+64)+segment.HeaderSize+64<<10)
-	var it segment.RecordIter
 	h := NewHistogram()
 	resetPeakRSS()
 	begin := time.Now()
+	if err := w.readAt(ctx, env, l, offs, buf, h); err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(begin)
+	res.PeakRSS = peakRSS()
+	res.Records = int64(w.Reads)
+	res.Bytes = res.Records * int64(w.RecordSize)
+	res.Latency = h.Latency()
+
+	if res.Baseline, err = w.baseline(ctx, env, records); err != nil {
+		return nil, err
+	}
+	res.finish()
+	res.MBPerSec = 0 // compared by reads per second
+	return []Result{res}, nil
+}
+
+// readAt reads the record at each of offs from l into buf, timing each
+// read in h, and checks that it was found.
+func (w RandomRead) readAt(ctx context.Context, env *Env, l *storage.Log, offs []int64, buf []byte, h *Histogram) error {
+	var it segment.RecordIter
 	for i, off := range offs {
 		if i&1023 == 0 {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return ctx.Err()
 			}
 			env.progress.add(1024)
 		}
 		t := time.Now()
 		data, err := l.ReadInto(buf, off, 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := it.Reset(data, segment.DefaultLimits); err != nil {
-			return nil, err
+			return err
 		}
 		found := false
 		for it.Next() {
@@ -102,15 +122,15 @@ func (w RandomRead) Run(ctx context.Context, env *Env) ([]Result, error) {
 		}
 		h.Record(time.Since(t))
 		if !found || len(it.Record().Value) != w.RecordSize {
-			return nil, fmt.Errorf("bench: record %d not found in its batch (%v)", off, it.Err())
+			return fmt.Errorf("bench: record %d not found in its batch (%v)", off, it.Err())
 		}
 	}
-	res.Elapsed = time.Since(begin)
-	res.PeakRSS = peakRSS()
-	res.Records = int64(w.Reads)
-	res.Bytes = res.Records * int64(w.RecordSize)
-	res.Latency = h.Latency()
+	return nil
+}
 
+// baseline writes a plain file of records records and reads Reads random
+// records of it.
+func (w RandomRead) baseline(ctx context.Context, env *Env, records int64) (*Baseline, error) {
 	_, path, err := plainWrite(ctx, env.Dir, records*int64(w.RecordSize), 1<<20, 0)
 	if path != "" {
 		defer os.Remove(path)
@@ -122,8 +142,5 @@ func (w RandomRead) Run(ctx context.Context, env *Env) ([]Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: baseline: %w", err)
 	}
-	res.Baseline = &b
-	res.finish()
-	res.MBPerSec = 0 // compared by reads per second
-	return []Result{res}, nil
+	return &b, nil
 }

@@ -46,87 +46,22 @@ func (w Recovery) Run(ctx context.Context, env *Env) ([]Result, error) {
 	// Records of 1 KiB in batches of up to 100, as many batches as a
 	// multiple of the largest segment count, so that every variant gets
 	// exactly its number of segments.
-	const recordSize = 1024
 	maxSegs := int64(slices.Max(w.Segments))
-	batchSize := min(100, max(1, w.Size/recordSize/maxSegs))
-	totalBatches := max(1, w.Size/recordSize/batchSize/maxSegs) * maxSegs
+	batchSize := min(100, max(1, w.Size/recoveryRecordSize/maxSegs))
+	totalBatches := max(1, w.Size/recoveryRecordSize/batchSize/maxSegs) * maxSegs
 	records := totalBatches * batchSize
 	env.progress.setTotal(int64(len(w.Segments)))
 	var out []Result
 	for vi, segs := range w.Segments {
-		name := fmt.Sprintf("recovery-clean-%dseg", segs)
-		dir, err := env.workDir(name)
+		res, crashed, err := w.clean(ctx, env, segs, vi == 0, batchSize, totalBatches)
 		if err != nil {
 			return nil, err
 		}
-		// Size segments so that the log holds exactly segs of them: a
-		// segment rolls when the next batch would take it past
-		// SegmentBytes.
-		batches, err := encodeBatches(1, int(batchSize), recordSize, 0, 9)
-		if err != nil {
-			return nil, err
-		}
-		batchLen := int64(len(batches[0]))
-		segBytes := (totalBatches + int64(segs) - 1) / int64(segs) * batchLen
-		p := Produce{RecordSize: recordSize, BatchSize: int(batchSize), Records: records}.withDefaults()
-		logs, err := openLogs(dir, 1, storage.Options{SegmentBytes: segBytes})
-		if err != nil {
-			return nil, err
-		}
-		if err := appendN(ctx, logs[0], p); err != nil {
-			closeLogs(logs)
-			return nil, err
-		}
-		crashed := ""
-		if vi == 0 {
-			crashed = filepath.Join(env.Dir, "recovery-crashed")
-			if err := copyDir(partitionDir(dir, 0), crashed); err != nil {
-				closeLogs(logs)
-				return nil, err
-			}
-		}
-		if err := closeLogs(logs); err != nil {
-			return nil, err
-		}
-		res := Result{Name: name, Workload: "recovery", LatencyOf: "Open after a clean Close"}
-		res.param("log", formatBytes(records*recordSize))
-		res.param("segments", segs)
-		res.param("batch", batchSize)
-		res.param("opens", w.Opens)
-		h := NewHistogram()
-		var openStats storage.OpenStats
-		for i := 0; i < w.Opens; i++ {
-			t := time.Now()
-			l, err := storage.Open(partitionDir(dir, 0), storage.Options{SegmentBytes: segBytes})
-			d := time.Since(t)
-			if err != nil {
-				return nil, err
-			}
-			h.Record(d)
-			res.Elapsed += d
-			openStats = l.OpenStats()
-			if err := l.Close(); err != nil {
-				return nil, err
-			}
-		}
-		if !openStats.Clean {
-			return nil, fmt.Errorf("bench: %s: open after a clean close was not clean", name)
-		}
-		res.Records = int64(w.Opens)
-		res.Latency = h.Latency()
-		res.metric("segments_found", float64(openStats.Segments))
-		res.metric("open_p50_ms", float64(res.Latency.P50)/1e6)
-		res.DiskBytes = diskUsage(dir)
-		res.Bytes = records * recordSize
-		res.finish()
-		res.RecordsPerSec, res.MBPerSec = 0, 0 // the open time is the figure
-		res.Notes = append(res.Notes, fmt.Sprintf("%s found; an open includes removing the clean-shutdown marker", countOf(openStats.Segments, "segment")))
 		out = append(out, res)
-		_ = os.RemoveAll(dir)
 		env.progress.add(1)
 
 		if crashed != "" {
-			r, err := w.unclean(ctx, env, crashed, records*recordSize)
+			r, err := w.unclean(ctx, env, crashed, records*recoveryRecordSize)
 			_ = os.RemoveAll(crashed)
 			if err != nil {
 				return nil, err
@@ -135,6 +70,99 @@ func (w Recovery) Run(ctx context.Context, env *Env) ([]Result, error) {
 		}
 	}
 	return out, nil
+}
+
+// recoveryRecordSize is the size of the records of a Recovery's log.
+const recoveryRecordSize = 1024
+
+// clean measures the clean opens of a log of totalBatches batches of
+// batchSize records in segs segments; with keepCrashed it also returns a
+// copy of the log taken before its Close.
+func (w Recovery) clean(ctx context.Context, env *Env, segs int, keepCrashed bool, batchSize, totalBatches int64) (Result, string, error) {
+	const recordSize = recoveryRecordSize
+	records := totalBatches * batchSize
+	name := fmt.Sprintf("recovery-clean-%dseg", segs)
+	dir, err := env.workDir(name)
+	if err != nil {
+		return Result{}, "", err
+	}
+	segBytes, crashed, err := writeRecoveryLog(ctx, env, dir, segs, keepCrashed, batchSize, totalBatches)
+	if err != nil {
+		return Result{}, "", err
+	}
+	res := Result{Name: name, Workload: "recovery", LatencyOf: "Open after a clean Close"}
+	res.param("log", formatBytes(records*recordSize))
+	res.param("segments", segs)
+	res.param("batch", batchSize)
+	res.param("opens", w.Opens)
+	h := NewHistogram()
+	var openStats storage.OpenStats
+	for i := 0; i < w.Opens; i++ {
+		t := time.Now()
+		l, err := storage.Open(partitionDir(dir, 0), storage.Options{SegmentBytes: segBytes})
+		d := time.Since(t)
+		if err != nil {
+			return Result{}, "", err
+		}
+		h.Record(d)
+		res.Elapsed += d
+		openStats = l.OpenStats()
+		if err := l.Close(); err != nil {
+			return Result{}, "", err
+		}
+	}
+	if !openStats.Clean {
+		return Result{}, "", fmt.Errorf("bench: %s: open after a clean close was not clean", name)
+	}
+	res.Records = int64(w.Opens)
+	res.Latency = h.Latency()
+	res.metric("segments_found", float64(openStats.Segments))
+	res.metric("open_p50_ms", float64(res.Latency.P50)/1e6)
+	res.DiskBytes = diskUsage(dir)
+	res.Bytes = records * recordSize
+	res.finish()
+	res.RecordsPerSec, res.MBPerSec = 0, 0 // the open time is the figure
+	res.Notes = append(res.Notes, fmt.Sprintf("%s found; an open includes removing the clean-shutdown marker", countOf(openStats.Segments, "segment")))
+	_ = os.RemoveAll(dir)
+	return res, crashed, nil
+}
+
+// writeRecoveryLog writes totalBatches batches of batchSize records into
+// one log under dir in segs segments and closes it; with keepCrashed it
+// first copies the open log's files. It returns the segment size and the
+// copy's directory.
+func writeRecoveryLog(ctx context.Context, env *Env, dir string, segs int, keepCrashed bool, batchSize, totalBatches int64) (int64, string, error) {
+	const recordSize = recoveryRecordSize
+	// Size segments so that the log holds exactly segs of them: a
+	// segment rolls when the next batch would take it past
+	// SegmentBytes.
+	batches, err := encodeBatches(1, int(batchSize), recordSize, 0, 9)
+	if err != nil {
+		return 0, "", err
+	}
+	batchLen := int64(len(batches[0]))
+	segBytes := (totalBatches + int64(segs) - 1) / int64(segs) * batchLen
+	p := Produce{RecordSize: recordSize, BatchSize: int(batchSize), Records: totalBatches * batchSize}.withDefaults()
+	logs, err := openLogs(dir, 1, storage.Options{SegmentBytes: segBytes})
+	if err != nil {
+		return 0, "", err
+	}
+	if err := appendN(ctx, logs[0], p); err != nil {
+		closeLogs(logs)
+		return 0, "", err
+	}
+	crashed := ""
+	if keepCrashed {
+		crashed = filepath.Join(env.Dir, "recovery-crashed")
+		if err := copyDir(partitionDir(dir, 0), crashed); err != nil {
+			closeLogs(logs)
+			return 0, "", err
+		}
+	}
+	if err := closeLogs(logs); err != nil {
+		return 0, "", err
+	}
+	return segBytes, crashed, nil
 }
 
 func (w Recovery) unclean(ctx context.Context, env *Env, crashed string, payload int64) (Result, error) {

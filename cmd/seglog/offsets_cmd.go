@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"text/tabwriter"
@@ -87,35 +88,7 @@ func offsetsCommand(e *env) *cobra.Command {
 			if len(rows) == 0 {
 				c.warn("no consumer group reads a topic of %s", dir)
 			}
-			w := bufio.NewWriter(e.stdout)
-			if asJSON {
-				for _, r := range rows {
-					_ = writeJSONLine(w, r)
-				}
-			} else if len(rows) > 0 {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tLOG-START\tLOG-END\tLAG")
-				for _, r := range rows {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Group, r.Topic, r.Partition, optInt(r.Committed), optInt(r.LogStart), optInt(r.LogEnd), optInt(r.Lag))
-				}
-				tw.Flush()
-			}
-			if err := w.Flush(); err != nil {
-				return c.fail("write output: %v", err)
-			}
-			if maxLag >= 0 {
-				over := 0
-				for _, r := range rows {
-					if r.Lag != nil && *r.Lag > maxLag {
-						over++
-						c.warn("group %s lags %s on %s, more than --max-lag %d", r.Group, plural(*r.Lag, "record"), storage.PartitionDir(r.Topic, r.Partition), maxLag)
-					}
-				}
-				if over > 0 {
-					return exitFailure
-				}
-			}
-			return exitOK
+			return printLag(c, e.stdout, rows, asJSON, maxLag)
 		})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required)")
@@ -125,6 +98,40 @@ func offsetsCommand(e *env) *cobra.Command {
 	_ = cmd.MarkFlagDirname("dir")
 	cmd.AddCommand(offsetsResetCommand(e), offsetsDeleteCommand(e))
 	return cmd
+}
+
+// printLag prints rows to out, as a table or as JSON lines; with maxLag
+// at least 0, it warns of every lag over maxLag and then fails.
+func printLag(c *cli, out io.Writer, rows []lagRow, asJSON bool, maxLag int64) int {
+	w := bufio.NewWriter(out)
+	if asJSON {
+		for _, r := range rows {
+			_ = writeJSONLine(w, r)
+		}
+	} else if len(rows) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tLOG-START\tLOG-END\tLAG")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Group, r.Topic, r.Partition, optInt(r.Committed), optInt(r.LogStart), optInt(r.LogEnd), optInt(r.Lag))
+		}
+		tw.Flush()
+	}
+	if err := w.Flush(); err != nil {
+		return c.fail("write output: %v", err)
+	}
+	if maxLag >= 0 {
+		over := 0
+		for _, r := range rows {
+			if r.Lag != nil && *r.Lag > maxLag {
+				over++
+				c.warn("group %s lags %s on %s, more than --max-lag %d", r.Group, plural(*r.Lag, "record"), storage.PartitionDir(r.Topic, r.Partition), maxLag)
+			}
+		}
+		if over > 0 {
+			return exitFailure
+		}
+	}
+	return exitOK
 }
 
 func optInt(p *int64) string {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -50,163 +51,206 @@ type resetRow struct {
 	Note      string `json:"note,omitempty"`
 }
 
+// resetFlags are the offsets reset command's flags.
+type resetFlags struct {
+	dir, group, topic, toDatetime                    string
+	partition                                        int
+	allTopics, execute, toEarliest, toLatest, asJSON bool
+	toOffset, shiftBy                                int64
+	byDuration                                       time.Duration
+}
+
 func offsetsResetCommand(e *env) *cobra.Command {
-	var dir, group, topic, toDatetime string
-	var partition int
-	var allTopics, execute, toEarliest, toLatest, asJSON bool
-	var toOffset, shiftBy int64
-	var byDuration time.Duration
+	var o resetFlags
 	cmd := command(e, "reset", "set a group's committed offsets (a dry run unless --execute)", resetDesc, resetExample,
 		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "group", group); bad {
+			if code, bad := c.required(pos, "unexpected argument %q", "dir", o.dir, "group", o.group); bad {
 				return code
 			}
-			if (topic == "") == !allTopics {
+			if (o.topic == "") == !o.allTopics {
 				return c.usageErr("give --topic T or --all-topics")
 			}
-			if allTopics && partition >= 0 {
+			if o.allTopics && o.partition >= 0 {
 				return c.usageErr("--partition needs --topic")
 			}
-			var spec fromSpec
-			n := 0
-			for _, t := range []struct {
-				flag string
-				spec func() (fromSpec, error)
-			}{
-				{"to-earliest", func() (fromSpec, error) { return fromSpec{kind: fromEarliest}, nil }},
-				{"to-latest", func() (fromSpec, error) { return fromSpec{kind: fromLatest}, nil }},
-				{"to-offset", func() (fromSpec, error) {
-					if toOffset < 0 {
-						return fromSpec{}, fmt.Errorf("--to-offset %d is negative", toOffset)
-					}
-					return fromSpec{kind: fromOffset, v: toOffset}, nil
-				}},
-				{"to-datetime", func() (fromSpec, error) {
-					ms, err := parseDateTime(toDatetime)
-					if err != nil {
-						return fromSpec{}, fmt.Errorf("--to-datetime %w", err)
-					}
-					return fromSpec{kind: fromTime, v: ms}, nil
-				}},
-				{"by-duration", func() (fromSpec, error) {
-					if byDuration < 0 {
-						return fromSpec{}, fmt.Errorf("--by-duration %s is negative", formatDuration(byDuration))
-					}
-					return fromSpec{kind: fromTime, v: time.Now().Add(-byDuration).UnixMilli()}, nil
-				}},
-				{"shift-by", func() (fromSpec, error) { return fromSpec{kind: fromShift, v: shiftBy}, nil }},
-			} {
-				if !c.isSet(t.flag) {
-					continue
-				}
-				n++
-				s, err := t.spec()
-				if err != nil {
-					return c.usageErr("%v", err)
-				}
-				spec = s
-			}
-			if n != 1 {
-				return c.usageErr("give one of --to-earliest, --to-latest, --to-offset, --to-datetime, --by-duration, --shift-by")
-			}
-			store, code := openStoreReadOnly(c, dir)
-			if store == nil {
-				return code
-			}
-			defer store.Close()
-			// The plan reads the offsets read-only; --execute opens the
-			// store to write only to commit.
-			cur, closeCur, err := readOffsets(dir, nil)
-			if err != nil && !errors.Is(err, errNoOffsetStore) {
-				return c.fail("%v", err)
-			}
-			if closeCur != nil {
-				defer closeCur()
-			}
-			var topics []string
-			if allTopics {
-				if cur != nil {
-					for _, t := range store.Topics() {
-						if slices.Contains(cur.Readers(t.Name), group) {
-							topics = append(topics, t.Name)
-						}
-					}
-				}
-				if len(topics) == 0 {
-					return c.fail("group %s reads no topic of %s", group, dir)
-				}
-			} else {
-				if err := storage.ValidateTopic(topic); err != nil {
-					return c.usageErr("%v", err)
-				}
-				topics = []string{topic}
-			}
-			rows, code, ok := planReset(c, store, dir, cur, group, topics, partition, spec)
+			spec, code, ok := o.spec(c)
 			if !ok {
 				return code
 			}
-			w := bufio.NewWriter(e.stdout)
-			if asJSON {
-				for _, r := range rows {
-					_ = writeJSONLine(w, r)
-				}
-			} else {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCURRENT\tNEW")
-				for _, r := range rows {
-					note := ""
-					if r.Note != "" {
-						note = "  " + r.Note
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d%s\n", r.Group, r.Topic, r.Partition, optInt(r.Current), r.New, note)
-				}
-				tw.Flush()
-			}
-			if err := w.Flush(); err != nil {
-				return c.fail("write output: %v", err)
-			}
-			if !execute {
-				c.warn("dry run: nothing was changed; add --execute to commit these offsets")
-				return exitOK
-			}
-			if closeCur != nil {
-				closeCur()
-				closeCur = nil
-			}
-			ost, err := openOffsets(dir)
-			if err != nil {
-				return c.fail("%v: nothing was changed", err)
-			}
-			defer ost.Close()
-			commits := make([]offsets.Commit, len(rows))
-			for i, r := range rows {
-				commits[i] = offsets.Commit{Topic: r.Topic, Partition: r.Partition, Offset: r.New}
-			}
-			if err := ost.CommitBatch(group, commits); err != nil {
-				return c.fail("commit: %v: nothing was changed", err)
-			}
-			if err := ost.Close(); err != nil {
-				return c.fail("close the offset store: %v", err)
-			}
-			c.warn("group %s: committed %s", group, plural(int64(len(rows)), "offset"))
-			return exitOK
+			return o.reset(e, c, spec)
 		})
 	f := cmd.Flags()
-	f.StringVar(&dir, "dir", "", "data directory (required)")
-	f.StringVar(&group, "group", "", "consumer group (required)")
-	f.StringVar(&topic, "topic", "", "the topic to reset")
-	f.IntVar(&partition, "partition", -1, "only this partition of --topic (-1: all)")
-	f.BoolVar(&allTopics, "all-topics", false, "every topic the group reads")
-	f.BoolVar(&toEarliest, "to-earliest", false, "to the log start")
-	f.BoolVar(&toLatest, "to-latest", false, "to the log end")
-	f.Int64Var(&toOffset, "to-offset", 0, "to this offset")
-	f.StringVar(&toDatetime, "to-datetime", "", "to the first record at or after this time (RFC 3339, local 2024-05-01T14:00:00, or ms:MILLIS)")
-	durationFlag(f, &byDuration, "by-duration", 0, "to the first record at or after this long ago")
-	f.Int64Var(&shiftBy, "shift-by", 0, "by this many records from the committed offset (negative: back)")
-	f.BoolVar(&execute, "execute", false, "commit the new offsets (without it: a dry run)")
-	f.BoolVar(&asJSON, "json", false, "print the plan as one JSON object per partition per line")
-	completeTopics(cmd, &dir)
+	f.StringVar(&o.dir, "dir", "", "data directory (required)")
+	f.StringVar(&o.group, "group", "", "consumer group (required)")
+	f.StringVar(&o.topic, "topic", "", "the topic to reset")
+	f.IntVar(&o.partition, "partition", -1, "only this partition of --topic (-1: all)")
+	f.BoolVar(&o.allTopics, "all-topics", false, "every topic the group reads")
+	f.BoolVar(&o.toEarliest, "to-earliest", false, "to the log start")
+	f.BoolVar(&o.toLatest, "to-latest", false, "to the log end")
+	f.Int64Var(&o.toOffset, "to-offset", 0, "to this offset")
+	f.StringVar(&o.toDatetime, "to-datetime", "", "to the first record at or after this time (RFC 3339, local 2024-05-01T14:00:00, or ms:MILLIS)")
+	durationFlag(f, &o.byDuration, "by-duration", 0, "to the first record at or after this long ago")
+	f.Int64Var(&o.shiftBy, "shift-by", 0, "by this many records from the committed offset (negative: back)")
+	f.BoolVar(&o.execute, "execute", false, "commit the new offsets (without it: a dry run)")
+	f.BoolVar(&o.asJSON, "json", false, "print the plan as one JSON object per partition per line")
+	completeTopics(cmd, &o.dir)
 	return cmd
+}
+
+// spec returns where the one given --to-*, --by-duration or --shift-by
+// flag moves the offsets; ok is false after a usage error, with its exit
+// code.
+func (o *resetFlags) spec(c *cli) (spec fromSpec, code int, ok bool) {
+	n := 0
+	for _, t := range []struct {
+		flag string
+		spec func() (fromSpec, error)
+	}{
+		{"to-earliest", func() (fromSpec, error) { return fromSpec{kind: fromEarliest}, nil }},
+		{"to-latest", func() (fromSpec, error) { return fromSpec{kind: fromLatest}, nil }},
+		{"to-offset", func() (fromSpec, error) {
+			if o.toOffset < 0 {
+				return fromSpec{}, fmt.Errorf("--to-offset %d is negative", o.toOffset)
+			}
+			return fromSpec{kind: fromOffset, v: o.toOffset}, nil
+		}},
+		{"to-datetime", func() (fromSpec, error) {
+			ms, err := parseDateTime(o.toDatetime)
+			if err != nil {
+				return fromSpec{}, fmt.Errorf("--to-datetime %w", err)
+			}
+			return fromSpec{kind: fromTime, v: ms}, nil
+		}},
+		{"by-duration", func() (fromSpec, error) {
+			if o.byDuration < 0 {
+				return fromSpec{}, fmt.Errorf("--by-duration %s is negative", formatDuration(o.byDuration))
+			}
+			return fromSpec{kind: fromTime, v: time.Now().Add(-o.byDuration).UnixMilli()}, nil
+		}},
+		{"shift-by", func() (fromSpec, error) { return fromSpec{kind: fromShift, v: o.shiftBy}, nil }},
+	} {
+		if !c.isSet(t.flag) {
+			continue
+		}
+		n++
+		s, err := t.spec()
+		if err != nil {
+			return spec, c.usageErr("%v", err), false
+		}
+		spec = s
+	}
+	if n != 1 {
+		return spec, c.usageErr("give one of --to-earliest, --to-latest, --to-offset, --to-datetime, --by-duration, --shift-by"), false
+	}
+	return spec, 0, true
+}
+
+// reset plans the move of the group's offsets to spec, prints the plan
+// and, with --execute, commits it.
+func (o *resetFlags) reset(e *env, c *cli, spec fromSpec) int {
+	store, code := openStoreReadOnly(c, o.dir)
+	if store == nil {
+		return code
+	}
+	defer store.Close()
+	// The plan reads the offsets read-only; --execute opens the
+	// store to write only to commit.
+	cur, closeCur, err := readOffsets(o.dir, nil)
+	if err != nil && !errors.Is(err, errNoOffsetStore) {
+		return c.fail("%v", err)
+	}
+	if closeCur != nil {
+		defer closeCur()
+	}
+	topics, code, ok := o.topics(c, store, cur)
+	if !ok {
+		return code
+	}
+	rows, code, ok := planReset(c, store, o.dir, cur, o.group, topics, o.partition, spec)
+	if !ok {
+		return code
+	}
+	if code := printResetPlan(c, e.stdout, rows, o.asJSON); code != exitOK {
+		return code
+	}
+	if !o.execute {
+		c.warn("dry run: nothing was changed; add --execute to commit these offsets")
+		return exitOK
+	}
+	if closeCur != nil {
+		closeCur()
+		closeCur = nil
+	}
+	return o.commit(c, rows)
+}
+
+// topics returns the topics to reset: --topic, or with --all-topics those
+// the group reads; ok is false after an error, with its exit code.
+func (o *resetFlags) topics(c *cli, store *storage.Store, cur *offsets.Store) (topics []string, code int, ok bool) {
+	if o.allTopics {
+		if cur != nil {
+			for _, t := range store.Topics() {
+				if slices.Contains(cur.Readers(t.Name), o.group) {
+					topics = append(topics, t.Name)
+				}
+			}
+		}
+		if len(topics) == 0 {
+			return nil, c.fail("group %s reads no topic of %s", o.group, o.dir), false
+		}
+		return topics, 0, true
+	}
+	if err := storage.ValidateTopic(o.topic); err != nil {
+		return nil, c.usageErr("%v", err), false
+	}
+	return []string{o.topic}, 0, true
+}
+
+// printResetPlan prints rows to out, as a table or as JSON lines.
+func printResetPlan(c *cli, out io.Writer, rows []resetRow, asJSON bool) int {
+	w := bufio.NewWriter(out)
+	if asJSON {
+		for _, r := range rows {
+			_ = writeJSONLine(w, r)
+		}
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCURRENT\tNEW")
+		for _, r := range rows {
+			note := ""
+			if r.Note != "" {
+				note = "  " + r.Note
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d%s\n", r.Group, r.Topic, r.Partition, optInt(r.Current), r.New, note)
+		}
+		tw.Flush()
+	}
+	if err := w.Flush(); err != nil {
+		return c.fail("write output: %v", err)
+	}
+	return exitOK
+}
+
+// commit opens the offset store and commits the new offsets of rows for
+// the group in one batch.
+func (o *resetFlags) commit(c *cli, rows []resetRow) int {
+	ost, err := openOffsets(o.dir)
+	if err != nil {
+		return c.fail("%v: nothing was changed", err)
+	}
+	defer ost.Close()
+	commits := make([]offsets.Commit, len(rows))
+	for i, r := range rows {
+		commits[i] = offsets.Commit{Topic: r.Topic, Partition: r.Partition, Offset: r.New}
+	}
+	if err := ost.CommitBatch(o.group, commits); err != nil {
+		return c.fail("commit: %v: nothing was changed", err)
+	}
+	if err := ost.Close(); err != nil {
+		return c.fail("close the offset store: %v", err)
+	}
+	c.warn("group %s: committed %s", o.group, plural(int64(len(rows)), "offset"))
+	return exitOK
 }
 
 // planReset computes the new offset of every partition of topics (or

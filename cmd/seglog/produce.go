@@ -9,8 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -85,97 +83,116 @@ const maxLineBytes = maxBatchBytes - segment.HeaderSize - recordOverhead
 // defaultBatchBytes is the default --batch-bytes.
 const defaultBatchBytes = 1 << 20
 
+// produceFlags are the produce command's flags.
+type produceFlags struct {
+	dir, topic, keySep, syncName, codecName, format, delim string
+	partitions, partition, batch, syncEvery                int
+	syncEveryInterval, linger                              time.Duration
+	batchBytes                                             int64
+}
+
 func produceCommand(e *env) *cobra.Command {
-	var dir, topic, keySep, syncName, codecName, format, delim string
-	var partitions, partition, batch, syncEvery int
-	var syncEveryInterval, linger time.Duration
-	var batchBytes int64
+	var o produceFlags
 	cmd := command(e, "produce", "append records read from stdin, one per line", produceDesc, produceExample,
 		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q: records come from stdin", "dir", dir, "topic", topic); bad {
+			if code, bad := o.check(c, pos); bad {
 				return code
 			}
-			switch {
-			case partitions < 1:
-				return c.usageErr("--partitions %d: want at least 1", partitions)
-			case batch < 1:
-				return c.usageErr("--batch %d: want at least 1", batch)
-			case batchBytes < 1:
-				return c.usageErr("--batch-bytes %s: want at least 1 byte", formatSize(batchBytes))
-			case batchBytes > maxBatchBytes:
-				return c.usageErr("--batch-bytes %s: at most 16MiB, the largest batch the engine accepts", formatSize(batchBytes))
-			case linger < 0:
-				return c.usageErr("--linger %s is negative", formatDuration(linger))
-			case c.isSet("key-separator") && keySep == "":
-				return c.usageErr("--key-separator is empty")
-			case syncEveryInterval <= 0:
-				return c.usageErr("--sync-interval %s: want more than 0", formatDuration(syncEveryInterval))
-			case syncEvery < 1:
-				return c.usageErr("--sync-every %d: want at least 1", syncEvery)
-			case format != "text" && format != "json":
-				return c.usageErr("--format %q: want text or json", format)
-			case format == "json" && c.isSet("key-separator"):
-				return c.usageErr("--key-separator goes with --format text (a JSON record has its key)")
-			}
-			if err := storage.ValidateTopic(topic); err != nil {
-				return c.usageErr("%v", err)
-			}
-			policy, err := parseSync(syncName)
-			if err != nil {
-				return c.usageErr("%v", err)
-			}
-			codec, err := parseCodec(codecName)
-			if err != nil {
-				return c.usageErr("%v", err)
-			}
-			d, err := unescape(delim)
-			if err != nil || d == "" {
-				return c.usageErr("--delimiter %q: want a string, like '\\n' or '\\0'", delim)
-			}
-			sep, err := unescape(keySep)
-			if err != nil {
-				return c.usageErr("--key-separator %v", err)
-			}
-			store, code := openStore(c, dir, true, storage.StoreOptions{Log: storage.Options{FS: e.fs, Sync: policy, SyncInterval: syncEveryInterval, SyncEveryRecords: syncEvery, Compression: codec}})
-			if store == nil {
-				return code
-			}
-			p := &producer{c: c, store: store, topic: topic, partition: int32(partition), batch: batch, batchBytes: int(batchBytes),
-				linger: linger, ranges: map[int32]*offsetRange{}, delim: []byte(d), json: format == "json"}
-			if sep != "" {
-				p.sep = []byte(sep)
-			}
-			code = p.setup(partitions)
-			if code == exitOK {
-				ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
-				code = p.run(ctx, e.stdin, e.stdout)
-				stop()
-			}
-			if err := store.Close(); err != nil {
-				return c.fail("close: %v", err)
-			}
-			return code
+			return o.produce(e, c)
 		})
 	f := cmd.Flags()
-	f.StringVar(&dir, "dir", "", "data directory (required; created if needed)")
-	f.StringVar(&topic, "topic", "", "topic (required; created if needed)")
-	f.IntVar(&partitions, "partitions", 1, "partitions of the topic when it is created")
-	f.IntVar(&partition, "partition", -1, "append every record to this partition (-1: by key, round-robin without)")
-	f.StringVar(&format, "format", "text", "input format: text or json (one object per line)")
-	f.StringVar(&keySep, "key-separator", "", "text format: split each line into key and value at the first occurrence of this string")
-	f.StringVar(&delim, "delimiter", "\\n", "what ends each record of the input ('\\0' for NUL)")
-	f.StringVar(&syncName, "sync", "never", "fsync policy: never (the OS writes back; flushed at the end), every-n, interval, always (fsync before the offset is printed)")
-	f.IntVar(&syncEvery, "sync-every", storage.DefaultSyncEveryN, "records between fsyncs of --sync every-n")
-	durationFlag(f, &syncEveryInterval, "sync-interval", storage.DefaultSyncInterval, "fsync period of --sync interval")
-	f.StringVar(&codecName, "compression", "none", "batch compression: "+strings.Join(codecNames, ", "))
-	durationFlag(f, &linger, "linger", 0, "wait up to this long for more lines before appending a batch (0: append what is already read)")
-	f.IntVar(&batch, "batch", 1000, "most lines per batch")
-	sizeFlag(f, &batchBytes, "batch-bytes", defaultBatchBytes, "most bytes of input per batch (at most 16MiB)")
-	completeTopics(cmd, &dir)
+	f.StringVar(&o.dir, "dir", "", "data directory (required; created if needed)")
+	f.StringVar(&o.topic, "topic", "", "topic (required; created if needed)")
+	f.IntVar(&o.partitions, "partitions", 1, "partitions of the topic when it is created")
+	f.IntVar(&o.partition, "partition", -1, "append every record to this partition (-1: by key, round-robin without)")
+	f.StringVar(&o.format, "format", "text", "input format: text or json (one object per line)")
+	f.StringVar(&o.keySep, "key-separator", "", "text format: split each line into key and value at the first occurrence of this string")
+	f.StringVar(&o.delim, "delimiter", "\\n", "what ends each record of the input ('\\0' for NUL)")
+	f.StringVar(&o.syncName, "sync", "never", "fsync policy: never (the OS writes back; flushed at the end), every-n, interval, always (fsync before the offset is printed)")
+	f.IntVar(&o.syncEvery, "sync-every", storage.DefaultSyncEveryN, "records between fsyncs of --sync every-n")
+	durationFlag(f, &o.syncEveryInterval, "sync-interval", storage.DefaultSyncInterval, "fsync period of --sync interval")
+	f.StringVar(&o.codecName, "compression", "none", "batch compression: "+strings.Join(codecNames, ", "))
+	durationFlag(f, &o.linger, "linger", 0, "wait up to this long for more lines before appending a batch (0: append what is already read)")
+	f.IntVar(&o.batch, "batch", 1000, "most lines per batch")
+	sizeFlag(f, &o.batchBytes, "batch-bytes", defaultBatchBytes, "most bytes of input per batch (at most 16MiB)")
+	completeTopics(cmd, &o.dir)
 	completeValues(cmd, "sync", syncNames)
 	completeValues(cmd, "compression", codecNames)
 	completeValues(cmd, "format", []string{"text", "json"})
 	return cmd
+}
+
+// check validates the arguments and the flags whose values need no
+// parsing; bad reports a usage error, whose exit code is code.
+func (o *produceFlags) check(c *cli, pos []string) (code int, bad bool) {
+	if code, bad := c.required(pos, "unexpected argument %q: records come from stdin", "dir", o.dir, "topic", o.topic); bad {
+		return code, true
+	}
+	switch {
+	case o.partitions < 1:
+		return c.usageErr("--partitions %d: want at least 1", o.partitions), true
+	case o.batch < 1:
+		return c.usageErr("--batch %d: want at least 1", o.batch), true
+	case o.batchBytes < 1:
+		return c.usageErr("--batch-bytes %s: want at least 1 byte", formatSize(o.batchBytes)), true
+	case o.batchBytes > maxBatchBytes:
+		return c.usageErr("--batch-bytes %s: at most 16MiB, the largest batch the engine accepts", formatSize(o.batchBytes)), true
+	case o.linger < 0:
+		return c.usageErr("--linger %s is negative", formatDuration(o.linger)), true
+	case c.isSet("key-separator") && o.keySep == "":
+		return c.usageErr("--key-separator is empty"), true
+	case o.syncEveryInterval <= 0:
+		return c.usageErr("--sync-interval %s: want more than 0", formatDuration(o.syncEveryInterval)), true
+	case o.syncEvery < 1:
+		return c.usageErr("--sync-every %d: want at least 1", o.syncEvery), true
+	case o.format != "text" && o.format != "json":
+		return c.usageErr("--format %q: want text or json", o.format), true
+	case o.format == "json" && c.isSet("key-separator"):
+		return c.usageErr("--key-separator goes with --format text (a JSON record has its key)"), true
+	}
+	if err := storage.ValidateTopic(o.topic); err != nil {
+		return c.usageErr("%v", err), true
+	}
+	return 0, false
+}
+
+// produce parses the remaining flags, opens the store and appends stdin.
+func (o *produceFlags) produce(e *env, c *cli) int {
+	policy, err := parseSync(o.syncName)
+	if err != nil {
+		return c.usageErr("%v", err)
+	}
+	codec, err := parseCodec(o.codecName)
+	if err != nil {
+		return c.usageErr("%v", err)
+	}
+	d, err := unescape(o.delim)
+	if err != nil || d == "" {
+		return c.usageErr("--delimiter %q: want a string, like '\\n' or '\\0'", o.delim)
+	}
+	sep, err := unescape(o.keySep)
+	if err != nil {
+		return c.usageErr("--key-separator %v", err)
+	}
+	store, code := openStore(c, o.dir, true, storage.StoreOptions{Log: storage.Options{FS: e.fs, Sync: policy, SyncInterval: o.syncEveryInterval, SyncEveryRecords: o.syncEvery, Compression: codec}})
+	if store == nil {
+		return code
+	}
+	p := &producer{c: c, store: store, topic: o.topic, partition: int32(o.partition), batch: o.batch, batchBytes: int(o.batchBytes),
+		linger: o.linger, ranges: map[int32]*offsetRange{}, delim: []byte(d), json: o.format == "json"}
+	if sep != "" {
+		p.sep = []byte(sep)
+	}
+	code = p.setup(o.partitions)
+	if code == exitOK {
+		ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
+		code = p.run(ctx, e.stdin, e.stdout)
+		stop()
+	}
+	if err := store.Close(); err != nil {
+		return c.fail("close: %v", err)
+	}
+	return code
 }
 
 type producer struct {
@@ -447,171 +464,4 @@ func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) i
 		return p.c.fail("write stdout: %v", err)
 	}
 	return exitOK
-}
-
-// appendLines appends lines (the first is line number first) as one
-// batch per partition and prints where each went. A line without the key
-// separator stops produce after the lines before it are appended.
-func (p *producer) appendLines(w *bufio.Writer, lines [][]byte, first int) int {
-	recs := make([]storage.Record, len(lines))
-	for i, line := range lines {
-		if p.json {
-			r, err := decodeJSONRecord(line)
-			if err != nil {
-				if i > 0 {
-					if code := p.appendLines(w, lines[:i], first); code != exitOK {
-						return code
-					}
-				}
-				return p.stop(w, "stdin line %d: %v", first+i, err)
-			}
-			recs[i] = r
-			continue
-		}
-		if p.sep == nil {
-			recs[i].Value = line
-			continue
-		}
-		k := bytes.Index(line, p.sep)
-		if k < 0 {
-			if i > 0 {
-				if code := p.appendLines(w, lines[:i], first); code != exitOK {
-					return code
-				}
-			}
-			return p.stop(w, "stdin line %d has no key separator %q", first+i, p.sep)
-		}
-		recs[i].Key, recs[i].Value = line[:k], line[k+len(p.sep):]
-	}
-	// Route: --partition, the key's partition, or one round-robin
-	// partition for the whole (keyless) batch; one batch per partition, in
-	// the order of their first line.
-	parts := make([]int32, len(recs))
-	var order []int32
-	groups := map[int32][]int{}
-	for i := range recs {
-		var part int32
-		switch {
-		case p.partition >= 0:
-			part = p.partition
-		case recs[i].Key == nil && i > 0:
-			part = parts[0]
-		default:
-			var err error
-			if part, err = p.store.Partition(p.topic, recs[i].Key); err != nil {
-				return p.stop(w, "%v", err)
-			}
-		}
-		parts[i] = part
-		if _, ok := groups[part]; !ok {
-			order = append(order, part)
-		}
-		groups[part] = append(groups[part], i)
-	}
-	offs := make([]int64, len(recs))
-	var done []partialAppend
-	for _, part := range order {
-		batch := make([]storage.Record, 0, len(groups[part]))
-		for _, i := range groups[part] {
-			batch = append(batch, recs[i])
-		}
-		l, err := p.store.Log(p.topic, part)
-		var res storage.AppendResult
-		if err == nil {
-			res, err = l.Append(batch...)
-		}
-		if err != nil {
-			last := first + len(lines) - 1
-			what := fmt.Sprintf("lines %d-%d", first, last)
-			if first == last {
-				what = fmt.Sprintf("line %d", first)
-			}
-			if len(order) > 1 {
-				what = fmt.Sprintf("the %d of %s for partition %d", len(batch), what, part)
-			}
-			return p.stopPartial(w, first, len(lines), done, "append %s: %v", what, err)
-		}
-		for j, i := range groups[part] {
-			offs[i] = res.FirstOffset + int64(j)
-		}
-		done = append(done, partialAppend{part: part, n: len(batch), from: res.FirstOffset})
-	}
-	for _, d := range done {
-		p.track(d.part, d.from, d.from+int64(d.n)-1)
-	}
-	p.appended = first + len(lines) - 1
-	var buf []byte
-	for i := range recs {
-		buf = strconv.AppendInt(buf[:0], int64(parts[i]), 10)
-		buf = append(buf, ' ')
-		buf = strconv.AppendInt(buf, offs[i], 10)
-		buf = append(buf, '\n')
-		w.Write(buf)
-	}
-	if err := w.Flush(); err != nil {
-		return p.c.fail("write stdout: %v", err)
-	}
-	return exitOK
-}
-
-// partialAppend is the part of a batch that went to one partition before
-// another partition's part failed.
-type partialAppend struct {
-	part int32
-	n    int
-	from int64
-}
-
-func (p *producer) track(part int32, from, to int64) {
-	if r, ok := p.ranges[part]; ok {
-		r.last = to
-		return
-	}
-	p.ranges[part] = &offsetRange{first: from, last: to}
-}
-
-// stop reports an error and what was appended before it, on stderr; it
-// returns exit code 1.
-func (p *producer) stop(w *bufio.Writer, format string, args ...any) int {
-	return p.stopPartial(w, 0, 0, nil, format, args...)
-}
-
-// stopPartial is stop when the batch of n lines from line first failed
-// after the parts of it in done were appended.
-func (p *producer) stopPartial(w *bufio.Writer, first, n int, done []partialAppend, format string, args ...any) int {
-	_ = w.Flush() // what was appended is printed before the error
-	p.c.warn(format, args...)
-	var b strings.Builder
-	if p.appended == 0 {
-		b.WriteString("no line was appended")
-	} else {
-		fmt.Fprintf(&b, "appended lines 1-%d (offsets", p.appended)
-		parts := make([]int32, 0, len(p.ranges))
-		for part := range p.ranges {
-			parts = append(parts, part)
-		}
-		slices.Sort(parts)
-		for i, part := range parts {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			r := p.ranges[part]
-			fmt.Fprintf(&b, " %d-%d of partition %d", r.first, r.last, part)
-		}
-		b.WriteString(")")
-	}
-	if len(done) == 0 {
-		fmt.Fprintf(&b, "; line %d onward not appended", p.appended+1)
-		return p.c.fail("%s", b.String())
-	}
-	// Part of the failed batch went to other partitions first.
-	fmt.Fprintf(&b, "; of lines %d-%d, appended only those for", first, first+n-1)
-	for i, d := range done {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, " partition %d (%d lines, offsets %d-%d)", d.part, d.n, d.from, d.from+int64(d.n)-1)
-	}
-	fmt.Fprintf(&b, "; not appended: the other lines of %d-%d and line %d onward", first, first+n-1, first+n)
-	return p.c.fail("%s", b.String())
 }

@@ -149,60 +149,8 @@ func queuePutCommand(e *env) *cobra.Command {
 				return code
 			}
 			defer o.close()
-			out := bufio.NewWriter(e.stdout)
-			in := bufio.NewReaderSize(e.stdin, 64<<10)
-			var (
-				msgs  []queue.Message
-				bytes int
-				line  int
-			)
-			flush := func() error {
-				if len(msgs) == 0 {
-					return nil
-				}
-				res, err := o.q.Append(msgs...)
-				if err != nil {
-					return fmt.Errorf("append lines %d to %d: %w", line-len(msgs)+1, line, err)
-				}
-				for off := res.FirstOffset; off <= res.LastOffset; off++ {
-					fmt.Fprintln(out, off)
-				}
-				msgs, bytes = msgs[:0], 0
-				return out.Flush()
-			}
-			for {
-				b, err := in.ReadBytes('\n')
-				if len(b) > 0 {
-					line++
-					if b[len(b)-1] == '\n' {
-						b = b[:len(b)-1]
-					}
-					if len(b) > maxLineBytes {
-						if ferr := flush(); ferr != nil {
-							return c.fail("%v", ferr)
-						}
-						return c.fail("line %d: %d bytes, more than an item can hold (%d); lines before it were put", line, len(b), maxLineBytes)
-					}
-					if bytes+len(b)+recordOverhead > defaultBatchBytes || len(msgs) == queuePutBatch {
-						if err := flush(); err != nil {
-							return c.fail("%v", err)
-						}
-					}
-					msgs = append(msgs, queue.Message{Value: b, TTL: ttl})
-					bytes += len(b) + recordOverhead
-				}
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					if ferr := flush(); ferr != nil {
-						return c.fail("%v", ferr)
-					}
-					return c.fail("read stdin: %v", err)
-				}
-			}
-			if err := flush(); err != nil {
-				return c.fail("%v", err)
+			if code := putLines(c, o.q, e.stdin, e.stdout, ttl); code != exitOK {
+				return code
 			}
 			if err := o.close(); err != nil {
 				return c.fail("%v", err)
@@ -216,6 +164,67 @@ func queuePutCommand(e *env) *cobra.Command {
 	f.StringVar(&syncName, "sync", "never", "fsync policy: never (the OS writes back; flushed at the end), every-n, interval, always (fsync before the offset is printed)")
 	completeValues(cmd, "sync", syncNames)
 	return cmd
+}
+
+// putLines appends the lines of stdin to q as items that expire after
+// ttl, in batches, and prints the offset of each.
+func putLines(c *cli, q *queue.Queue, stdin io.Reader, stdout io.Writer, ttl time.Duration) int {
+	out := bufio.NewWriter(stdout)
+	in := bufio.NewReaderSize(stdin, 64<<10)
+	var (
+		msgs  []queue.Message
+		bytes int
+		line  int
+	)
+	flush := func() error {
+		if len(msgs) == 0 {
+			return nil
+		}
+		res, err := q.Append(msgs...)
+		if err != nil {
+			return fmt.Errorf("append lines %d to %d: %w", line-len(msgs)+1, line, err)
+		}
+		for off := res.FirstOffset; off <= res.LastOffset; off++ {
+			fmt.Fprintln(out, off)
+		}
+		msgs, bytes = msgs[:0], 0
+		return out.Flush()
+	}
+	for {
+		b, err := in.ReadBytes('\n')
+		if len(b) > 0 {
+			line++
+			if b[len(b)-1] == '\n' {
+				b = b[:len(b)-1]
+			}
+			if len(b) > maxLineBytes {
+				if ferr := flush(); ferr != nil {
+					return c.fail("%v", ferr)
+				}
+				return c.fail("line %d: %d bytes, more than an item can hold (%d); lines before it were put", line, len(b), maxLineBytes)
+			}
+			if bytes+len(b)+recordOverhead > defaultBatchBytes || len(msgs) == queuePutBatch {
+				if err := flush(); err != nil {
+					return c.fail("%v", err)
+				}
+			}
+			msgs = append(msgs, queue.Message{Value: b, TTL: ttl})
+			bytes += len(b) + recordOverhead
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if ferr := flush(); ferr != nil {
+				return c.fail("%v", ferr)
+			}
+			return c.fail("read stdin: %v", err)
+		}
+	}
+	if err := flush(); err != nil {
+		return c.fail("%v", err)
+	}
+	return exitOK
 }
 
 const queueGetDesc = `

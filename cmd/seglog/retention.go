@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"text/tabwriter"
 
@@ -118,7 +119,13 @@ func runRetention(c *cli, pos []string, dir string, dryRun, asJSON bool, p reten
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	w := bufio.NewWriter(e.stdout)
+	return printRetention(c, e.stdout, rep, asJSON)
+}
+
+// printRetention prints the deletions and a summary of rep to out, as a
+// table or as JSON lines, and warns of its failures.
+func printRetention(c *cli, out io.Writer, rep retention.Report, asJSON bool) int {
+	w := bufio.NewWriter(out)
 	verb := "deleted"
 	if rep.DryRun {
 		verb = "would delete"

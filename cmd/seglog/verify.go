@@ -187,28 +187,9 @@ func (v *verifier) partitionOnce(dir, name string, live bool) {
 		fmt.Fprintf(v.w, "%s: unreadable\n", name)
 		return
 	}
-	for _, f := range pl.Files {
-		path := filepath.Join(dir, f.Name)
-		switch f.Kind {
-		case storage.FileLeftover:
-			if !live { // beside a writer: a file it is writing now
-				v.warnf("%s: %s; the next open removes it", path, f.Why)
-			}
-		case storage.FileRefused:
-			v.errorf("%s: %s (the log refuses to open)", path, f.Why)
-		}
-	}
+	v.checkFiles(dir, pl, live)
 	bases, clean := pl.Segments, pl.Clean
-	startCkpt, haveStart, err := storage.ReadCheckpoint(dir, storage.LogStartOffsetFile)
-	if err != nil {
-		v.errorf("%s: %v", filepath.Join(dir, storage.LogStartOffsetFile), err)
-		haveStart = false
-	}
-	rp, haveRP, err := storage.ReadCheckpoint(dir, storage.RecoveryPointFile)
-	if err != nil {
-		v.errorf("%s: %v", filepath.Join(dir, storage.RecoveryPointFile), err)
-		haveRP = false
-	}
+	startCkpt, haveStart, rp, haveRP := v.checkpoints(dir)
 	if len(bases) == 0 {
 		// A partition never written to (a topic's partitions are created
 		// as empty directories; the first open creates segment 0) is
@@ -223,39 +204,8 @@ func (v *verifier) partitionOnce(dir, name string, live bool) {
 		fmt.Fprintf(v.w, "%s: empty (never written): %s\n", name, v.partStatus())
 		return
 	}
-	if haveStart {
-		for i := 0; i+1 < len(bases) && bases[i+1] <= startCkpt; i++ {
-			v.warnf("%s: wholly below the log start offset %d, left by an interrupted retention deletion; the next open deletes it",
-				filepath.Join(dir, segment.FileName(bases[i], segment.LogSuffix)), startCkpt)
-		}
-	}
-	// Retention advances the log start offset before it deletes
-	// segments, so records below the first segment and above the start
-	// offset are lost, not deleted (an open takes the first segment's
-	// base as the start and says nothing).
-	if expect := startCkpt; (haveStart || expect == 0) && bases[0] > expect {
-		what := fmt.Sprintf("the log start offset is %d", expect)
-		if !haveStart {
-			what = "no retention ever advanced the log start offset"
-		}
-		v.errorf("%s: missing: the first segment starts at offset %d, but %s: records [%d, %d) are gone",
-			filepath.Join(dir, segment.FileName(expect, segment.LogSuffix)), bases[0], what, expect, bases[0])
-	}
-	var size, batches, records int64
-	var end int64
-	for i, base := range bases {
-		path := filepath.Join(dir, segment.FileName(base, segment.LogSuffix))
-		last := i == len(bases)-1
-		next, st := v.segment(path, base, last, clean, live, haveRP, rp)
-		size += st.size
-		batches += st.batches
-		records += st.records
-		v.nSegs++
-		if !last && next != bases[i+1] {
-			v.errorf("%s: ends at offset %d but the next segment starts at %d (a gap or an overlap between segments)", path, next, bases[i+1])
-		}
-		end = next
-	}
+	v.checkStart(dir, bases, startCkpt, haveStart)
+	end, size, batches, records := v.segments(dir, bases, clean, live, haveRP, rp)
 	start := bases[0]
 	if haveStart && startCkpt > start && startCkpt <= end {
 		start = startCkpt
@@ -283,6 +233,81 @@ func (v *verifier) partitionOnce(dir, name string, live bool) {
 	}
 	fmt.Fprintf(v.w, "%s: %s, %s, %s, offsets [%d, %d), %s, recovery point %s, %s shutdown: %s\n",
 		name, plural(int64(len(bases)), "segment"), plural(batches, "batch"), plural(records, "record"), start, end, humanBytes(size), rpText, shutdown, v.partStatus())
+}
+
+// checkFiles reports the partition's files that are not part of its log:
+// leftovers (unless live) as warnings and refused files as errors.
+func (v *verifier) checkFiles(dir string, pl storage.PartitionListing, live bool) {
+	for _, f := range pl.Files {
+		path := filepath.Join(dir, f.Name)
+		switch f.Kind {
+		case storage.FileLeftover:
+			if !live { // beside a writer: a file it is writing now
+				v.warnf("%s: %s; the next open removes it", path, f.Why)
+			}
+		case storage.FileRefused:
+			v.errorf("%s: %s (the log refuses to open)", path, f.Why)
+		}
+	}
+}
+
+// checkpoints reads the partition's log start offset and recovery point;
+// an unreadable one is an error and counts as absent.
+func (v *verifier) checkpoints(dir string) (startCkpt int64, haveStart bool, rp int64, haveRP bool) {
+	var err error
+	startCkpt, haveStart, err = storage.ReadCheckpoint(dir, storage.LogStartOffsetFile)
+	if err != nil {
+		v.errorf("%s: %v", filepath.Join(dir, storage.LogStartOffsetFile), err)
+		haveStart = false
+	}
+	rp, haveRP, err = storage.ReadCheckpoint(dir, storage.RecoveryPointFile)
+	if err != nil {
+		v.errorf("%s: %v", filepath.Join(dir, storage.RecoveryPointFile), err)
+		haveRP = false
+	}
+	return startCkpt, haveStart, rp, haveRP
+}
+
+// checkStart reports segments wholly below the log start offset and
+// records missing between the start offset and the first segment.
+func (v *verifier) checkStart(dir string, bases []int64, startCkpt int64, haveStart bool) {
+	if haveStart {
+		for i := 0; i+1 < len(bases) && bases[i+1] <= startCkpt; i++ {
+			v.warnf("%s: wholly below the log start offset %d, left by an interrupted retention deletion; the next open deletes it",
+				filepath.Join(dir, segment.FileName(bases[i], segment.LogSuffix)), startCkpt)
+		}
+	}
+	// Retention advances the log start offset before it deletes
+	// segments, so records below the first segment and above the start
+	// offset are lost, not deleted (an open takes the first segment's
+	// base as the start and says nothing).
+	if expect := startCkpt; (haveStart || expect == 0) && bases[0] > expect {
+		what := fmt.Sprintf("the log start offset is %d", expect)
+		if !haveStart {
+			what = "no retention ever advanced the log start offset"
+		}
+		v.errorf("%s: missing: the first segment starts at offset %d, but %s: records [%d, %d) are gone",
+			filepath.Join(dir, segment.FileName(expect, segment.LogSuffix)), bases[0], what, expect, bases[0])
+	}
+}
+
+// segments checks each segment of the partition in turn and returns the
+// log end offset and the bytes, batches and records of the segments.
+func (v *verifier) segments(dir string, bases []int64, clean, live, haveRP bool, rp int64) (end, size, batches, records int64) {
+	for i, base := range bases {
+		path := filepath.Join(dir, segment.FileName(base, segment.LogSuffix))
+		last := i == len(bases)-1
+		next, st := v.segment(path, base, last, clean, live, haveRP, rp)
+		size += st.size
+		batches += st.batches
+		records += st.records
+		v.nSegs++
+		if !last && next != bases[i+1] {
+			v.errorf("%s: ends at offset %d but the next segment starts at %d (a gap or an overlap between segments)", path, next, bases[i+1])
+		}
+		end = next
+	}
+	return end, size, batches, records
 }
 
 func (v *verifier) partStatus() string {

@@ -42,12 +42,24 @@
 // file name suffix or a version marker), because files written by older
 // releases must keep reading correctly.
 //
+// # Lookups
+//
+// Beside the mapped entries, an index keeps in memory a summary: the search
+// column (offset, or timestamp) of every 512th entry, 4 bytes per 4 KiB page
+// of an offset index. A lookup binary-searches the summary, then searches
+// the 512 entries it found in the map (one page of an offset index), or
+// only the last 8 KiB of entries when the target is in them (Kafka's warm
+// section). The writer keeps the summary up to date as it appends; an index
+// opened read-only or live builds it on its first lookup.
+//
 // # Concurrency
 //
 // An index has one writer. Lookup, Len, Entry and Last may run in any number
 // of goroutines at the same time as Append: Append writes the entry's bytes
-// and then publishes the new entry count with an atomic store, and readers
-// load the count once. Seal, TruncateTo, Reset and Close must not run beside
-// any other method; the owning segment guarantees it. Each method's doc
-// comment repeats its rule.
+// (and, for every 512th entry, its key in the summary) and then publishes
+// the new entry count with an atomic store, and readers load the count
+// once, before anything else, and read nothing of an entry at or past it.
+// Seal, TruncateTo, Reset and Close must not run beside any other method;
+// the owning segment guarantees it. Each method's doc comment repeats its
+// rule.
 package index

@@ -32,8 +32,9 @@ const (
 //
 // Concurrency: one writer. len, entry, last and upperBound may run beside
 // append; they load the entry count once (atomically) and read only the
-// entries below it, which append never changes. Every other method runs
-// alone.
+// entries below it, which append never changes, and the summary keys of
+// those entries (see summary for the order of publication). Every other
+// method runs alone.
 type entryFile struct {
 	heap bool // m is a copy in memory (a live index), not a map
 	fs   vfs.FS
@@ -44,6 +45,11 @@ type entryFile struct {
 	cols []column     // the columns that strictly increase across entries
 	warm int          // entries in the warm section
 	n    atomic.Int64 // entries in use; stored after their bytes are written
+
+	// sum is the summary of cols[0] (see summary), stored before the
+	// count that covers its keys; nil until the first search of an index
+	// opened read-only or live, and after Close.
+	sum atomic.Pointer[summary]
 
 	limit     int   // entries the index may hold: appends fail with ErrFull at limit
 	capBytes  int64 // a writable index's configured size (MaxBytes rounded down)
@@ -190,6 +196,9 @@ func (f *entryFile) openWritable(perm os.FileMode) (err error) {
 	if sz > f.capBytes {
 		f.limit = n // larger than MaxBytes: keep the entries, take no more
 	}
+	if n > 0 {
+		f.sum.Store(f.buildSummary(n, f.groups(n)))
+	}
 	return nil
 }
 
@@ -216,31 +225,35 @@ func (f *entryFile) last() ([]byte, bool) {
 
 // upperBound returns the number of leading entries whose column c is at or
 // below target: the index of the first entry above it. c must increase
-// across entries. It searches the warm section first when the target is
-// at or after its first entry. It does not allocate and may run beside
-// append.
+// across entries. It searches the warm section (the last entries, whose
+// pages are likely in memory) when the target is at or after its first
+// entry; otherwise, for c = cols[0], it searches the summary for the group
+// of entries that holds the answer and then that group only. It may run
+// beside append, and allocates only when it builds the summary of an index
+// opened read-only or live.
 func (f *entryFile) upperBound(c column, target uint64) int {
-	n := f.len()
+	n := f.len() // first: see summary
 	m, size := f.m, f.size
-	lo, hi := 0, n
+	hi := n
 	if w := f.warm; n > w {
 		if c.at(m, (n-w)*size) <= target {
-			lo = n - w + 1
-		} else {
-			hi = n - w
+			return searchHot(m, size, c, n-w+1, n, target)
 		}
+		hi = n - w
 	}
-	// A branchy search beats a branch-free one here: on a large index the
-	// CPU speculates down the predicted half and overlaps cache misses.
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if c.at(m, mid*size) <= target {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
+	if hi <= 1<<groupShift || c != f.cols[0] {
+		return searchMap(m, size, c, 0, hi, target)
 	}
-	return lo
+	// g groups start at or below target: the answer is in group g-1.
+	g := f.summaryFor(n).upperBound(f.groups(hi), target)
+	if g == 0 {
+		return 0
+	}
+	first, end := (g-1)<<groupShift, g<<groupShift
+	if end > hi {
+		return searchMap(m, size, c, first+1, hi, target) // a group cut short
+	}
+	return searchGroup(m, size, c, first, target)
 }
 
 // full reports whether append cannot add an entry: the index is at its
@@ -275,7 +288,10 @@ func (f *entryFile) append(b []byte) error {
 		return err
 	}
 	copy(f.m[off:off+f.size], b)
-	f.n.Store(int64(n + 1)) // publish after the bytes
+	if n&(1<<groupShift-1) == 0 {
+		f.addKey(n, b) // after the bytes, before the count
+	}
+	f.n.Store(int64(n + 1)) // publish after the bytes and the summary
 	return nil
 }
 
@@ -330,7 +346,7 @@ func (f *entryFile) reset() error {
 		}
 		return ErrReadOnly
 	}
-	f.n.Store(0)
+	f.n.Store(0)       // the summary's array is kept for the next appends
 	f.writable = false // until the new mapping is in place
 	if err := f.unmap(); err != nil {
 		return err
@@ -401,6 +417,7 @@ func (f *entryFile) seal() error {
 	f.limit = f.len()
 	f.allocated = 0
 	f.openSize = used
+	f.trimSummary()
 	var m mmap.MMap
 	if used > 0 {
 		var err error
@@ -448,6 +465,7 @@ func (f *entryFile) close() error {
 	f.writable = false
 	used := int64(f.len() * f.size)
 	f.n.Store(0)
+	f.sum.Store(nil)
 	errs = append(errs, f.unmap())
 	if wasWritable {
 		if err := f.file.Truncate(used); err != nil {

@@ -59,8 +59,12 @@ func (x *TimeIndex) Append(timestamp, offset int64) error {
 }
 
 // Lookup returns the entry with the largest timestamp at or below
-// timestamp, or {-1, BaseOffset()} and false when there is none. It does
-// not allocate and may run beside Append.
+// timestamp, or {-1, BaseOffset()} and false when there is none. Like
+// OffsetIndex.Lookup it searches an in-memory summary first (the first
+// timestamp of every 512 entries, 8 bytes per 6 KiB of the index), then
+// those 512 entries in the map. It may run beside Append. It does not
+// allocate, except on the first Lookup of an index opened read-only or
+// live, which builds the summary.
 func (x *TimeIndex) Lookup(timestamp int64) (TimeOffset, bool) {
 	i := x.f.upperBound(timeTsCol, orderedInt64(timestamp))
 	if i == 0 {

@@ -233,15 +233,28 @@ func BenchmarkSequentialRead(b *testing.B) {
 // BenchmarkRandomRead reads single 1 KiB records (one per batch) at random
 // offsets over a 512 MiB log in page cache; see p50/p99 in ns.
 func BenchmarkRandomRead(b *testing.B) {
-	const size = 512 << 20
+	l, offsets := randomReadLog(b, 512<<20, 1)
+	buf := make([]byte, 4096)
+	timeReads(b, offsets, func(off int64) error {
+		data, err := l.ReadInto(buf, off, 1)
+		if err == nil && len(data) == 0 {
+			err = fmt.Errorf("nothing read at %d", off)
+		}
+		buf = data
+		return err
+	})
+}
+
+// randomReadLog fills a log of size bytes with batches of per 1 KiB
+// records, reopens it and returns it with 64 Ki random offsets in it.
+func randomReadLog(b *testing.B, size int64, per int) (*Log, []int64) {
 	dir := b.TempDir()
-	batch := encodedBatch(b, 1, 1024)
-	fillLog(b, dir, batch, size, Options{})
+	fillLog(b, dir, encodedBatch(b, per, 1024), size, Options{})
 	l, err := Open(dir, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer l.Close()
+	b.Cleanup(func() { l.Close() })
 	end := l.EndOffset()
 	offsets := make([]int64, 1<<16)
 	for i := range offsets {
@@ -249,16 +262,19 @@ func BenchmarkRandomRead(b *testing.B) {
 		_, _ = rand.Read(x[:])
 		offsets[i] = int64(uint64(x[0])|uint64(x[1])<<8|uint64(x[2])<<16|uint64(x[3])<<24) % end
 	}
-	buf := make([]byte, 4096)
+	return l, offsets
+}
+
+// timeReads runs read over offsets in turn and reports the p50 and p99
+// latency of a read in ns.
+func timeReads(b *testing.B, offsets []int64, read func(off int64) error) {
 	lat := make([]time.Duration, 0, 1<<20)
 	i := 0
 	for b.Loop() {
 		t0 := time.Now()
-		data, err := l.ReadInto(buf, offsets[i&(len(offsets)-1)], 1)
-		if err != nil || len(data) == 0 {
+		if err := read(offsets[i&(len(offsets)-1)]); err != nil {
 			b.Fatal(err)
 		}
-		buf = data
 		if len(lat) < cap(lat) {
 			lat = append(lat, time.Since(t0))
 		}
@@ -392,41 +408,11 @@ func BenchmarkIdempotentAppend(b *testing.B) {
 // 100-record batches: ReadRecord (the record only) beside ReadInto of its
 // batch and decoding it (the way before ReadRecord), in the same run.
 func BenchmarkPointRead(b *testing.B) {
-	const size = 256 << 20
-	dir := b.TempDir()
-	fillLog(b, dir, encodedBatch(b, 100, 1024), size, Options{})
-	l, err := Open(dir, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	end := l.EndOffset()
-	offsets := make([]int64, 1<<16)
-	for i := range offsets {
-		var x [8]byte
-		_, _ = rand.Read(x[:])
-		offsets[i] = int64(uint64(x[0])|uint64(x[1])<<8|uint64(x[2])<<16|uint64(x[3])<<24) % end
-	}
-	run := func(b *testing.B, read func(off int64) error) {
-		lat := make([]time.Duration, 0, 1<<20)
-		i := 0
-		for b.Loop() {
-			t0 := time.Now()
-			if err := read(offsets[i&(len(offsets)-1)]); err != nil {
-				b.Fatal(err)
-			}
-			if len(lat) < cap(lat) {
-				lat = append(lat, time.Since(t0))
-			}
-			i++
-		}
-		slices.Sort(lat)
-		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
-	}
+	l, offsets := randomReadLog(b, 256<<20, 100)
+	run := timeReads
 	b.Run("read-record", func(b *testing.B) {
 		var buf []byte
-		run(b, func(off int64) (err error) {
+		run(b, offsets, func(off int64) (err error) {
 			_, buf, err = l.ReadRecord(buf, off)
 			return err
 		})
@@ -434,7 +420,7 @@ func BenchmarkPointRead(b *testing.B) {
 	b.Run("read-batch-decode", func(b *testing.B) {
 		buf := make([]byte, 0, 256<<10)
 		var it segment.RecordIter
-		run(b, func(off int64) error {
+		run(b, offsets, func(off int64) error {
 			data, err := l.ReadInto(buf, off, 1)
 			if err != nil {
 				return err

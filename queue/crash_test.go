@@ -6,17 +6,16 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seglog/seglog/internal/crashchild"
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/queue"
 	"github.com/seglog/seglog/storage"
@@ -186,49 +185,16 @@ func TestCrashSIGKILL(t *testing.T) {
 // fields of every CONFIRMING and CONFIRMED line it printed, including
 // those still in the pipe when it died. It returns the number of lines.
 func runChildAndKill(t *testing.T, dir string, d time.Duration, onLine func([]string)) int {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SEGLOG_QUEUE_CRASH_DIR="+dir)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	// The kill comes d after the first confirm, so that a slow start
-	// (a loaded machine, the race detector) still leaves the child time
-	// to work; a child that never confirms is killed after 30 s.
-	var deadline <-chan time.Time
-	stuck := time.After(30 * time.Second)
 	n := 0
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				_ = cmd.Wait()
-				return n
-			}
-			n++
-			f := strings.Fields(line)
-			if f[0] == "READY" {
-				continue
-			}
-			require.Contains(t, []string{"CONFIRMING", "CONFIRMED"}, f[0], "child said: %s", line)
-			if deadline == nil && stuck != nil {
-				deadline = time.After(d)
-			}
-			onLine(f)
-		case <-stuck:
-			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			stuck, deadline = nil, nil
-		case <-deadline:
-			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			stuck, deadline = nil, nil
+	crashchild.Run(t, []string{"SEGLOG_QUEUE_CRASH_DIR=" + dir}, d, func(line string) bool {
+		n++
+		f := strings.Fields(line)
+		if f[0] == "READY" {
+			return false
 		}
-	}
+		require.Contains(t, []string{"CONFIRMING", "CONFIRMED"}, f[0], "child said: %s", line)
+		onLine(f)
+		return true
+	})
+	return n
 }

@@ -1,15 +1,12 @@
 package raftstore
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seglog/seglog/internal/crashchild"
 	"github.com/seglog/seglog/storage"
 )
 
@@ -212,39 +210,9 @@ func TestCrashSIGKILL(t *testing.T) {
 // kills it with SIGKILL d after its first line, and passes every line it
 // printed (including those still in the pipe when it died) to onLine.
 func runChildUntilKilled(t *testing.T, dir string, d time.Duration, onLine func(string)) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var deadline <-chan time.Time
-	stuck := time.After(30 * time.Second) // a child that never speaks is killed too
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				_ = cmd.Wait()
-				return
-			}
-			require.False(t, strings.HasPrefix(line, "ERROR"), "child: %s", line)
-			if deadline == nil && stuck != nil {
-				deadline = time.After(d)
-			}
-			onLine(line)
-		case <-stuck:
-			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			stuck, deadline = nil, nil
-		case <-deadline:
-			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			stuck, deadline = nil, nil
-		}
-	}
+	crashchild.Run(t, []string{crashEnv + "=" + dir}, d, func(line string) bool {
+		require.False(t, strings.HasPrefix(line, "ERROR"), "child: %s", line)
+		onLine(line)
+		return true
+	})
 }

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/internal/crashchild"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -116,43 +115,10 @@ func TestCrashSIGKILL(t *testing.T) {
 // d, and calls onAck with the fields of every "ACK ..." line it printed,
 // including those still in the pipe when it died.
 func killChildAfter(t *testing.T, env string, d time.Duration, onAck func([]string), moreEnv ...string) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(append(os.Environ(), env), moreEnv...)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	// The kill comes d after the first acknowledgement, so that a slow
-	// start (a loaded machine, the race detector) still leaves the child
-	// time to append; a child that never acknowledges is killed too.
-	var deadline <-chan time.Time
-	stuck := time.After(30 * time.Second)
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				_ = cmd.Wait()
-				return
-			}
-			f := strings.Fields(line)
-			require.Equal(t, "ACK", f[0], "child said: %s", line)
-			if deadline == nil && stuck != nil {
-				deadline = time.After(d)
-			}
-			onAck(f)
-		case <-stuck:
-			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			stuck, deadline = nil, nil
-		case <-deadline:
-			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			stuck, deadline = nil, nil
-		}
-	}
+	crashchild.Run(t, append([]string{env}, moreEnv...), d, func(line string) bool {
+		f := strings.Fields(line)
+		require.Equal(t, "ACK", f[0], "child said: %s", line)
+		onAck(f)
+		return true
+	})
 }

@@ -165,11 +165,14 @@ func formatDuration(d time.Duration) string {
 	}
 	if rest > 0 {
 		r := rest.String()
-		if rest >= time.Minute {
+		// Duration.String writes every unit from the largest down:
+		// drop a zero seconds ("1m0s") and then a zero minutes ("1h0m"),
+		// never the zero digit of "1m40s".
+		if strings.HasSuffix(r, "m0s") {
 			r = strings.TrimSuffix(r, "0s")
-			if strings.HasSuffix(r, "h0m") {
-				r = strings.TrimSuffix(r, "0m")
-			}
+		}
+		if strings.HasSuffix(r, "h0m") {
+			r = strings.TrimSuffix(r, "0m")
 		}
 		s += r
 	}

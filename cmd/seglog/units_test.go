@@ -61,6 +61,10 @@ func TestParseDuration(t *testing.T) {
 		{"0", 0, "0"},
 		{"-1h", -time.Hour, "-1h"},
 		{"30s", 30 * time.Second, "30s"},
+		{"0100s", 100 * time.Second, "1m40s"},
+		{"1h10m", 70 * time.Minute, "1h10m"},
+		{"1d10s", day + 10*time.Second, "1d10s"},
+		{"2m0s", 2 * time.Minute, "2m"},
 	} {
 		got, err := parseDuration(tc.in)
 		require.NoError(t, err, tc.in)

@@ -50,7 +50,7 @@
 // the 512 entries it found in the map (one page of an offset index), or
 // only the last 8 KiB of entries when the target is in them (Kafka's warm
 // section). The writer keeps the summary up to date as it appends; an index
-// opened read-only or live builds it on its first lookup.
+// opened read-only or followed builds it on its first lookup.
 //
 // # Concurrency
 //

@@ -36,7 +36,7 @@ const (
 // those entries (see summary for the order of publication). Every other
 // method runs alone.
 type entryFile struct {
-	heap bool // m is a copy in memory (a live index), not a map
+	heap bool // m is a copy in memory (a followed index), not a map
 	fs   vfs.FS
 	path string
 	file vfs.File     // nil once closed
@@ -48,7 +48,7 @@ type entryFile struct {
 
 	// sum is the summary of cols[0] (see summary), stored before the
 	// count that covers its keys; nil until the first search of an index
-	// opened read-only or live, and after Close.
+	// opened read-only or followed, and after Close.
 	sum atomic.Pointer[summary]
 
 	limit     int   // entries the index may hold: appends fail with ErrFull at limit
@@ -67,7 +67,7 @@ func openEntryFile(path string, size int, cols []column, opts Options) (*entryFi
 	}
 	f := &entryFile{fs: fs, path: path, size: size, cols: cols, warm: warmBytes / size}
 	if !opts.Writable {
-		if err := f.openReadOnly(opts.Live); err != nil {
+		if err := f.openReadOnly(opts.Follow); err != nil {
 			return nil, err
 		}
 		return f, nil
@@ -90,11 +90,11 @@ func openEntryFile(path string, size int, cols []column, opts Options) (*entryFi
 	return f, nil
 }
 
-func (f *entryFile) openReadOnly(live bool) error {
+func (f *entryFile) openReadOnly(follow bool) error {
 	file, err := f.fs.OpenFile(f.path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if live && errors.Is(err, os.ErrNotExist) {
+	if follow && errors.Is(err, os.ErrNotExist) {
 		// The writer creates its index on the segment's first append:
-		// until then a live index has no entries.
+		// until then a followed index has no entries.
 		return nil
 	}
 	if err != nil {
@@ -110,10 +110,10 @@ func (f *entryFile) openReadOnly(live bool) error {
 		_ = file.Close()
 		return fmt.Errorf("index: open %s: %d bytes cannot be mapped", f.path, sz)
 	}
-	if live {
+	if follow {
 		// Another process writes, truncates and trims this file: a map
 		// of it could fault. Copy the entries in use instead.
-		return f.copyLive(file, sz)
+		return f.copyFollowed(file, sz)
 	}
 	if sz > 0 {
 		if f.m, err = mmap.MapRegion(file.OSFile(), int(sz), mmap.RDONLY, 0, 0); err != nil {
@@ -129,14 +129,14 @@ func (f *entryFile) openReadOnly(live bool) error {
 	return nil
 }
 
-// maxLiveBytes bounds the copy of a live index.
-const maxLiveBytes = 64 << 20
+// maxFollowedBytes bounds the copy of a followed index.
+const maxFollowedBytes = 64 << 20
 
-// copyLive reads a live index into memory (closing the file): the entries
+// copyFollowed reads a followed index into memory (closing the file): the entries
 // before the first all-zero one, as they are now.
-func (f *entryFile) copyLive(file vfs.File, sz int64) error {
+func (f *entryFile) copyFollowed(file vfs.File, sz int64) error {
 	defer file.Close()
-	sz = min(sz, maxLiveBytes)
+	sz = min(sz, maxFollowedBytes)
 	buf := make([]byte, sz-sz%int64(f.size))
 	n, err := file.ReadAt(buf, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -230,7 +230,7 @@ func (f *entryFile) last() ([]byte, bool) {
 // entry; otherwise, for c = cols[0], it searches the summary for the group
 // of entries that holds the answer and then that group only. It may run
 // beside append, and allocates only when it builds the summary of an index
-// opened read-only or live.
+// opened read-only or followed.
 func (f *entryFile) upperBound(c column, target uint64) int {
 	n := f.len() // first: see summary
 	m, size := f.m, f.size

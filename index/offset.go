@@ -76,7 +76,7 @@ func (x *OffsetIndex) Append(offset, position int64) error {
 // Position. It searches an in-memory summary of the index first (the first
 // offset of every 512 entries, 4 bytes per 4 KiB page of the index), then
 // one page of the map. It may run beside Append. It does not allocate,
-// except on the first Lookup of an index opened read-only or live, which
+// except on the first Lookup of an index opened read-only or followed, which
 // builds the summary (reading one entry of every page).
 func (x *OffsetIndex) Lookup(offset int64) OffsetPosition {
 	if offset < x.base {

@@ -11,10 +11,10 @@ type Options struct {
 	FS       vfs.FS // nil means vfs.Default
 	MaxBytes int    // capacity of a writable index; rounded down to a multiple of the entry size; 0 means DefaultMaxBytes
 	Writable bool   // true for the active segment's index
-	// Live, with Writable false, opens the index of an active segment
+	// Follow, with Writable false, opens the index of an active segment
 	// that another process is writing: the entries in use are those
 	// before the first all-zero entry (the preallocated tail), as seen
 	// at open.
-	Live bool
-	Perm os.FileMode // for a created file; 0 means vfs.DefaultFileMode
+	Follow bool
+	Perm   os.FileMode // for a created file; 0 means vfs.DefaultFileMode
 }

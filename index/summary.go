@@ -59,7 +59,7 @@ import "encoding/binary"
 //   - Close drops the summary (the count is 0 after it);
 //   - an index opened writable with entries (after a restart or a crash)
 //     builds its summary at open, before any reader;
-//   - an index opened read-only or live, whose count never changes, builds
+//   - an index opened read-only or followed, whose count never changes, builds
 //     its summary on its first search (summaryFor): readers that race to
 //     build it each build one and the first to publish wins
 //     (sum.CompareAndSwap). Building reads one entry per group, so it
@@ -107,7 +107,7 @@ func (f *entryFile) buildSummary(n, capKeys int) *summary {
 }
 
 // summaryFor returns the summary of a reader that loaded count n > 0,
-// building it on an index opened read-only or live, whose count never
+// building it on an index opened read-only or followed, whose count never
 // changes.
 func (f *entryFile) summaryFor(n int) *summary {
 	if s := f.sum.Load(); s != nil {

@@ -300,9 +300,9 @@ func TestSummaryModel(t *testing.T) {
 					m.offs, m.times = nil, nil
 					m.resetGenerators()
 				case 6: // a live open beside the writer, of the preallocated file
-					lo, err := OpenOffset(m.opath(), testBase, Options{Live: true})
+					lo, err := OpenOffset(m.opath(), testBase, Options{Follow: true})
 					require.NoError(t, err)
-					lt, err := OpenTime(m.tpath(), testBase, Options{Live: true})
+					lt, err := OpenTime(m.tpath(), testBase, Options{Follow: true})
 					require.NoError(t, err)
 					m.setWarm(lo, lt)
 					m.check(what+" live", lo, lt)
@@ -439,7 +439,7 @@ func TestSummaryDamagedIndex(t *testing.T) {
 		for _, e := range entries {
 			in[e] = true
 		}
-		for _, opts := range []Options{{}, {Live: true}, {Writable: true, MaxBytes: 1 << 20}} {
+		for _, opts := range []Options{{}, {Follow: true}, {Writable: true, MaxBytes: 1 << 20}} {
 			x := openOffset(t, path, opts)
 			for range 20000 {
 				got := x.Lookup(testBase + r.Int64N(1<<33))

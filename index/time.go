@@ -64,7 +64,7 @@ func (x *TimeIndex) Append(timestamp, offset int64) error {
 // timestamp of every 512 entries, 8 bytes per 6 KiB of the index), then
 // those 512 entries in the map. It may run beside Append. It does not
 // allocate, except on the first Lookup of an index opened read-only or
-// live, which builds the summary.
+// followed, which builds the summary.
 func (x *TimeIndex) Lookup(timestamp int64) (TimeOffset, bool) {
 	i := x.f.upperBound(timeTsCol, orderedInt64(timestamp))
 	if i == 0 {

@@ -93,7 +93,7 @@ func (s *Segment) openFiles() error {
 	}
 	s.log, s.oidx, s.tidx = f, oidx, tidx
 	s.mapLog()
-	if !s.writable && !s.tail {
+	if !s.writable && !s.follow {
 		// A sealed segment's indexes are derived data written before it
 		// was sealed; check them once as they are mapped, and rebuild
 		// them from the log if they are missing or not sane (never when
@@ -116,7 +116,7 @@ func (s *Segment) openFiles() error {
 // is gone (deleted by hand, or never made durable before a crash) opens as
 // an empty index, and missing says so: the caller rebuilds it.
 func (s *Segment) openIndexes() (oidx *index.OffsetIndex, tidx *index.TimeIndex, missing bool, err error) {
-	iopts := index.Options{FS: s.opts.FS, MaxBytes: s.opts.MaxIndexBytes, Writable: s.writable, Live: s.tail, Perm: s.opts.FileMode}
+	iopts := index.Options{FS: s.opts.FS, MaxBytes: s.opts.MaxIndexBytes, Writable: s.writable, Follow: s.follow, Perm: s.opts.FileMode}
 	for {
 		if oidx, err = index.OpenOffset(s.path(IndexSuffix), s.base, iopts); err == nil {
 			if tidx, err = index.OpenTime(s.path(TimeIndexSuffix), s.base, iopts); err == nil {
@@ -124,11 +124,11 @@ func (s *Segment) openIndexes() (oidx *index.OffsetIndex, tidx *index.TimeIndex,
 			}
 			_ = oidx.Close()
 		}
-		if missing || s.writable || s.tail || !errors.Is(err, os.ErrNotExist) {
+		if missing || s.writable || s.follow || !errors.Is(err, os.ErrNotExist) {
 			return nil, nil, false, fmt.Errorf("segment: %w", err)
 		}
-		// Live opening reads a missing file as empty.
-		missing, iopts.Live = true, true
+		// A follower reads a missing file as empty.
+		missing, iopts.Follow = true, true
 	}
 }
 

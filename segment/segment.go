@@ -147,7 +147,7 @@ type Segment struct {
 	closed   bool
 	deleted  bool
 	removed  bool // every file of a deleted segment is gone
-	tail     bool // read-only view of a segment another process appends to
+	follow   bool // a follower: read-only view of a segment another process appends to (OpenFollow)
 	// indexSyncPending: the indexes were sealed (trimmed) but their fsync
 	// has not succeeded yet; Seal and closing the files retry it.
 	indexSyncPending bool

@@ -9,9 +9,9 @@ import (
 	"github.com/seglog/seglog/segment"
 )
 
-// loadReadOnly opens the segments without changing anything: sealed ones
-// lazily, the last one as a tail (see segment.OpenTail).
-func (l *Log) loadReadOnly() error {
+// loadFollower opens the segments without changing anything: sealed ones
+// lazily, the last one followed (segment.OpenFollow).
+func (l *Log) loadFollower() error {
 	fi, err := l.opts.FS.Lstat(l.dir)
 	if err != nil {
 		return err
@@ -52,7 +52,7 @@ func (l *Log) loadReadOnly() error {
 	for i := 0; i < len(bases)-1; i++ {
 		segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
 	}
-	tail, err := segment.OpenTail(l.dir, bases[len(bases)-1], l.opts.segmentOptions())
+	tail, err := segment.OpenFollow(l.dir, bases[len(bases)-1], l.opts.segmentOptions())
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (l *Log) loadReadOnly() error {
 	return nil
 }
 
-// Refresh makes a read-only log (Options.ReadOnly) see what the writing
+// Refresh makes a follower (Options.ReadOnly) see what the writing
 // process appended since: complete batches of the tail segment, and the
 // segments it rolled to. It returns whether the end offset moved. On a
 // writable log it does nothing.
@@ -120,7 +120,7 @@ func (l *Log) refreshSegmentsLocked() (ok bool, err error) {
 	}
 	if len(l.segments()) == 0 {
 		// Empty so far: has the writer created the first segment?
-		if err := l.loadReadOnly(); err != nil {
+		if err := l.loadFollower(); err != nil {
 			return false, err
 		}
 		return len(l.segments()) > 0, nil
@@ -128,7 +128,7 @@ func (l *Log) refreshSegmentsLocked() (ok bool, err error) {
 		// The writer truncated below our tail segment and deleted it:
 		// look at the directory again.
 		old := l.segments()
-		if err := l.loadReadOnly(); err != nil {
+		if err := l.loadFollower(); err != nil {
 			return false, err
 		}
 		for _, s := range old {
@@ -151,7 +151,7 @@ func (l *Log) followTailLocked() error {
 		if truncated {
 			// The writer truncated (a replica following a new leader):
 			// look at the tail again from scratch.
-			nt, err := segment.OpenTail(l.dir, tail.Base(), l.opts.segmentOptions())
+			nt, err := segment.OpenFollow(l.dir, tail.Base(), l.opts.segmentOptions())
 			if err != nil {
 				return err
 			}
@@ -170,7 +170,7 @@ func (l *Log) followTailLocked() error {
 		if _, err := l.opts.FS.Lstat(filepath.Join(l.dir, segment.FileName(next, segment.LogSuffix))); err != nil || next == tail.Base() {
 			break
 		}
-		nt, err := segment.OpenTail(l.dir, next, l.opts.segmentOptions())
+		nt, err := segment.OpenFollow(l.dir, next, l.opts.segmentOptions())
 		if err != nil {
 			return err
 		}

@@ -131,7 +131,7 @@ func open(dir string, opts Options) (*Log, error) {
 	ch := make(chan struct{})
 	l.notify.Store(&ch)
 	if opts.ReadOnly {
-		if err := l.loadReadOnly(); err != nil {
+		if err := l.loadFollower(); err != nil {
 			l.closeSegments()
 			return nil, fmt.Errorf("storage: open %s read-only: %w", dir, err)
 		}

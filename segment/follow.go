@@ -4,13 +4,13 @@ import (
 	"math"
 )
 
-// OpenTail opens, read-only, the active segment of a log that another
+// OpenFollow opens, as a follower (read-only), the active segment of a log that another
 // process is appending to: it changes nothing on disk. Its end is the last
 // complete, valid batch found by scanning from the last index entry; a
 // batch being written is simply not there yet. Refresh looks again.
-func OpenTail(dir string, base int64, opts Options) (*Segment, error) {
+func OpenFollow(dir string, base int64, opts Options) (*Segment, error) {
 	s := newSegment(dir, base, opts)
-	s.tail = true
+	s.follow = true
 	s.lastPos = -1
 	s.size.Store(0)
 	if _, err := s.Refresh(); err != nil {
@@ -20,7 +20,7 @@ func OpenTail(dir string, base int64, opts Options) (*Segment, error) {
 	return s, nil
 }
 
-// Shrunk reports whether the writer truncated a tail segment (OpenTail)
+// Shrunk reports whether the writer truncated a followed segment (OpenFollow)
 // under this view: the file is shorter than what the view has read, or the
 // last batch it read is no longer there (truncated, then written again).
 func (s *Segment) Shrunk() (bool, error) {
@@ -46,7 +46,7 @@ func (s *Segment) Shrunk() (bool, error) {
 	return err != nil || h.Checksum != sum, nil
 }
 
-// Refresh extends a tail segment (OpenTail) over the complete batches the
+// Refresh extends a followed segment (OpenFollow) over the complete batches the
 // writer has appended since, and reports whether it grew.
 func (s *Segment) Refresh() (bool, error) {
 	size, err := s.acquireStat()

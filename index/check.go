@@ -6,26 +6,22 @@ import "fmt"
 // the first all-zero one (the preallocated tail of an active index starts
 // there), and a problem when anything but zeros follows it.
 func UsedOffsetEntries(all []OffsetPosition, baseOffset int64) ([]OffsetPosition, error) {
-	for i, e := range all {
-		if e.Offset == baseOffset && e.Position == 0 {
-			for j := i + 1; j < len(all); j++ {
-				if all[j].Offset != baseOffset || all[j].Position != 0 {
-					return all[:i], fmt.Errorf("%w: entry %d is all zero (the end of the used entries) but entry %d {offset %d, position %d} follows it", ErrCorrupt, i, j, all[j].Offset, all[j].Position)
-				}
-			}
-			return all[:i], nil
-		}
-	}
-	return all, nil
+	return usedEntries(all, OffsetPosition{Offset: baseOffset})
 }
 
 // UsedTimeEntries is UsedOffsetEntries for a time index.
 func UsedTimeEntries(all []TimeOffset, baseOffset int64) ([]TimeOffset, error) {
+	return usedEntries(all, TimeOffset{Offset: baseOffset})
+}
+
+// usedEntries is UsedOffsetEntries for either kind of entry; zero is the
+// entry that all-zero bytes decode to.
+func usedEntries[E entry](all []E, zero E) ([]E, error) {
 	for i, e := range all {
-		if e.Offset == baseOffset && e.Timestamp == 0 {
+		if e == zero {
 			for j := i + 1; j < len(all); j++ {
-				if all[j].Offset != baseOffset || all[j].Timestamp != 0 {
-					return all[:i], fmt.Errorf("%w: entry %d is all zero (the end of the used entries) but entry %d {timestamp %d, offset %d} follows it", ErrCorrupt, i, j, all[j].Timestamp, all[j].Offset)
+				if all[j] != zero {
+					return all[:i], fmt.Errorf("%w: entry %d is all zero (the end of the used entries) but entry %d %s follows it", ErrCorrupt, i, j, all[j].describe())
 				}
 			}
 			return all[:i], nil
@@ -68,42 +64,40 @@ type Checker struct {
 func NewChecker(offsetPath string, offsetIdx []byte, timePath string, timeIdx []byte, baseOffset int64) *Checker {
 	c := &Checker{offsetPath: offsetPath, timePath: timePath, byPos: map[int64]int{}, byOff: map[int64]int{}}
 	if offsetIdx != nil {
-		all, err := DecodeOffsetEntries(offsetIdx, baseOffset)
-		if err != nil {
-			c.problemf("%s: %v", offsetPath, err)
-		}
-		used, err := UsedOffsetEntries(all, baseOffset)
-		if err != nil {
-			c.problemf("%s: %v", offsetPath, err)
-		}
-		c.offs = used
-		for i, e := range used {
-			if i > 0 && (e.Offset <= used[i-1].Offset || e.Position <= used[i-1].Position) {
-				c.problemf("%s: entry %d {offset %d, position %d} does not follow entry %d {offset %d, position %d}", offsetPath, i, e.Offset, e.Position, i-1, used[i-1].Offset, used[i-1].Position)
-			}
+		c.offs = checkedEntries(c, offsetPath, offsetIdx, baseOffset, offsetFormat)
+		for i, e := range c.offs {
 			c.byPos[e.Position] = i
 		}
 	}
 	if timeIdx != nil {
-		all, err := DecodeTimeEntries(timeIdx, baseOffset)
-		if err != nil {
-			c.problemf("%s: %v", timePath, err)
-		}
-		used, err := UsedTimeEntries(all, baseOffset)
-		if err != nil {
-			c.problemf("%s: %v", timePath, err)
-		}
-		c.times = used
-		for i, e := range used {
-			if i > 0 && (e.Offset <= used[i-1].Offset || e.Timestamp <= used[i-1].Timestamp) {
-				c.problemf("%s: entry %d {timestamp %d, offset %d} does not follow entry %d {timestamp %d, offset %d}", timePath, i, e.Timestamp, e.Offset, i-1, used[i-1].Timestamp, used[i-1].Offset)
-			}
+		c.times = checkedEntries(c, timePath, timeIdx, baseOffset, timeFormat)
+		for i, e := range c.times {
 			c.byOff[e.Offset] = i
 		}
 	}
 	c.oSeen = make([]bool, len(c.offs))
 	c.tSeen = make([]bool, len(c.times))
 	return c
+}
+
+// checkedEntries decodes the index file at path, held in b, and returns
+// its used entries, noting every problem with them: a partial entry, bytes
+// after the used entries, or entries out of order.
+func checkedEntries[E entry](c *Checker, path string, b []byte, baseOffset int64, format entryFormat[E]) []E {
+	all, err := decodeEntries(b, baseOffset, format)
+	if err != nil {
+		c.problemf("%s: %v", path, err)
+	}
+	used, err := usedEntries(all, format.decode(make([]byte, format.size), baseOffset))
+	if err != nil {
+		c.problemf("%s: %v", path, err)
+	}
+	for i := 1; i < len(used); i++ {
+		if !follows(used[i], used[i-1]) {
+			c.problemf("%s: entry %d %s does not follow entry %d %s", path, i, used[i].describe(), i-1, used[i-1].describe())
+		}
+	}
+	return used
 }
 
 func (c *Checker) problemf(format string, args ...any) {

@@ -54,6 +54,20 @@ var (
 	timeRelCol   = column{off: 8, width: 4}
 )
 
+// entryFormat is the layout of one kind of index entry.
+type entryFormat[E entry] struct {
+	size   int                   // OffsetEntrySize or TimeEntrySize
+	cols   []column              // the columns that strictly increase, the one Lookup searches first
+	rel    column                // the relative offset
+	decode func([]byte, int64) E // decodes the entry at the start of a slice, given the base offset
+}
+
+// The two kinds of entry.
+var (
+	offsetFormat = entryFormat[OffsetPosition]{OffsetEntrySize, []column{offsetRelCol, offsetPosCol}, offsetRelCol, decodeOffsetEntry}
+	timeFormat   = entryFormat[TimeOffset]{TimeEntrySize, []column{timeTsCol, timeRelCol}, timeRelCol, decodeTimeEntry}
+)
+
 const signBit = 1 << 63
 
 // at reads the column of the entry that starts at b[off].
@@ -112,20 +126,21 @@ func allZero(b []byte) bool {
 // their order. A trailing partial entry is an error wrapping ErrCorrupt,
 // returned together with the whole entries before it.
 func DecodeOffsetEntries(b []byte, baseOffset int64) ([]OffsetPosition, error) {
-	return decodeEntries(b, OffsetEntrySize, baseOffset, decodeOffsetEntry)
+	return decodeEntries(b, baseOffset, offsetFormat)
 }
 
 // DecodeTimeEntries decodes the raw bytes of a time index file, like
 // DecodeOffsetEntries.
 func DecodeTimeEntries(b []byte, baseOffset int64) ([]TimeOffset, error) {
-	return decodeEntries(b, TimeEntrySize, baseOffset, decodeTimeEntry)
+	return decodeEntries(b, baseOffset, timeFormat)
 }
 
-func decodeEntries[E any](b []byte, size int, baseOffset int64, decode func([]byte, int64) E) ([]E, error) {
+func decodeEntries[E entry](b []byte, baseOffset int64, format entryFormat[E]) ([]E, error) {
+	size := format.size
 	n := len(b) / size
 	out := make([]E, n) // bounded by len(b): never larger than the input
 	for i := range out {
-		out[i] = decode(b[i*size:], baseOffset)
+		out[i] = format.decode(b[i*size:], baseOffset)
 	}
 	if rem := len(b) % size; rem != 0 {
 		return out, fmt.Errorf("%w: %d trailing bytes after %d entries of %d bytes", ErrCorrupt, rem, n, size)

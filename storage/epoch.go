@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
@@ -72,53 +70,6 @@ func (c *epochCache) truncateBefore(offset int64) bool {
 		changed = true
 	}
 	return changed
-}
-
-// The checkpoint is text, one entry a line, then a checksum line:
-//
-//	seglog leader-epoch-checkpoint v1 <n>
-//	<epoch> <start offset>      (n lines)
-//	<xxhash64 of the lines above, 16 hex digits>
-func (c *epochCache) encode() []byte {
-	lines := []string{fmt.Sprintf("seglog %s v1 %d", leaderEpochFile, len(c.entries))}
-	for _, e := range c.entries {
-		lines = append(lines, fmt.Sprintf("%d %d", e.Epoch, e.StartOffset))
-	}
-	return encodeChecked(lines)
-}
-
-func decodeEpochCache(b []byte) (*epochCache, error) {
-	bad := func(why string) (*epochCache, error) {
-		return nil, fmt.Errorf("%w: %s: %s", ErrCorrupt, leaderEpochFile, why)
-	}
-	counts, lines, err := decodeChecked(leaderEpochFile, b)
-	if err != nil {
-		return nil, err
-	}
-	if len(counts) != 1 {
-		return bad("bad header")
-	}
-	n, err := strconv.Atoi(counts[0])
-	if err != nil || n < 0 || n > maxEpochCacheLength || n != len(lines) {
-		return bad("bad entry count")
-	}
-	c := &epochCache{}
-	for _, line := range lines {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			return bad("bad entry line")
-		}
-		ep, err1 := strconv.ParseInt(f[0], 10, 32)
-		off, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 != nil || err2 != nil || ep < 0 || off < 0 {
-			return bad("bad entry values")
-		}
-		if last, ok := c.latest(); ok && (int32(ep) <= last.Epoch || off < last.StartOffset) {
-			return bad("entries out of order")
-		}
-		c.entries = append(c.entries, EpochEntry{Epoch: int32(ep), StartOffset: off})
-	}
-	return c, nil
 }
 
 func (l *Log) writeEpochCacheLocked() error {

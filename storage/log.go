@@ -162,7 +162,7 @@ func open(dir string, opts Options) (*Log, error) {
 	}
 	if opts.Sync == SyncInterval && !opts.externalFlusher {
 		l.wg.Add(1)
-		go l.flushLoop()
+		go everyTick(&l.wg, l.stop, l.opts.SyncInterval, l.flushIfDirty)
 	}
 	return l, nil
 }

@@ -3,8 +3,6 @@ package storage
 import (
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/seglog/seglog/internal/vfs"
 )
@@ -13,13 +11,8 @@ import (
 // marker, and read only when the marker is present: it lists the segments
 // with what is known of them, so that a clean open neither lists the
 // directory nor opens a sealed segment. Any doubt (a missing, damaged or
-// inconsistent manifest) falls back to listing the directory. Text, one
-// item a line:
-//
-//	seglog manifest v1 <segments> <snapshots>
-//	<base> <size> <max timestamp> <offset of the max timestamp's batch>   (one per segment; -1: unknown)
-//	<snapshot offset>                                                     (one per producer snapshot)
-//	<xxhash64 of the lines above, 16 hex digits>
+// inconsistent manifest) falls back to listing the directory. Its format
+// is in codec.go.
 const (
 	manifestFile     = "manifest"
 	manifestMaxBytes = 64 << 20
@@ -51,56 +44,6 @@ func (m *manifest) byBase() map[int64]segmentInfo {
 		out[s.Base] = s
 	}
 	return out
-}
-
-func (m *manifest) encode() []byte {
-	lines := []string{fmt.Sprintf("seglog %s v1 %d %d", manifestFile, len(m.Segments), len(m.Snapshots))}
-	for _, s := range m.Segments {
-		lines = append(lines, fmt.Sprintf("%d %d %d %d", s.Base, s.Size, s.MaxTimestamp, s.MaxTimestampOffset))
-	}
-	for _, o := range m.Snapshots {
-		lines = append(lines, strconv.FormatInt(o, 10))
-	}
-	return encodeChecked(lines)
-}
-
-func decodeManifest(b []byte) (*manifest, bool) {
-	counts, lines, err := decodeChecked(manifestFile, b)
-	if err != nil || len(counts) != 2 {
-		return nil, false
-	}
-	nseg, err1 := strconv.Atoi(counts[0])
-	nsnap, err2 := strconv.Atoi(counts[1])
-	if err1 != nil || err2 != nil || nseg < 1 || nsnap < 0 || nseg+nsnap != len(lines) {
-		return nil, false
-	}
-	m := &manifest{Segments: make([]segmentInfo, 0, nseg), Snapshots: make([]int64, 0, nsnap)}
-	for _, line := range lines[:nseg] {
-		f := strings.Fields(line)
-		if len(f) != 4 {
-			return nil, false
-		}
-		var v [4]int64
-		for i := range v {
-			x, err := strconv.ParseInt(f[i], 10, 64)
-			if err != nil {
-				return nil, false
-			}
-			v[i] = x
-		}
-		if v[0] < 0 || (len(m.Segments) > 0 && v[0] <= m.Segments[len(m.Segments)-1].Base) {
-			return nil, false
-		}
-		m.Segments = append(m.Segments, segmentInfo{Base: v[0], Size: v[1], MaxTimestamp: v[2], MaxTimestampOffset: v[3]})
-	}
-	for _, line := range lines[nseg:] {
-		x, err := strconv.ParseInt(line, 10, 64)
-		if err != nil || x < 0 || (len(m.Snapshots) > 0 && x <= m.Snapshots[len(m.Snapshots)-1]) {
-			return nil, false
-		}
-		m.Snapshots = append(m.Snapshots, x)
-	}
-	return m, true
 }
 
 func readManifest(fsys vfs.FS, dir string) (*manifest, bool) {

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 )
@@ -142,17 +140,7 @@ func (ps *producerState) expire(start, cutoff int64) {
 	}
 }
 
-// Snapshot file layout (big-endian), written atomically:
-//
-//	+--------+---------+-----------------------------------------------+
-//	| 4      | magic   | "SGPS"                                        |
-//	| 1      | version | 1                                             |
-//	| 4      | count   | producers                                     |
-//	|        | per producer: id int64, epoch int16, lastSeen int64,   |
-//	|        |   n uint8 (<= 5), n x (firstSeq int32, lastSeq int32,   |
-//	|        |   firstOffset int64, lastOffset int64)                 |
-//	| 8      | xxhash64 of everything before it                        |
-//	+--------+---------+-----------------------------------------------+
+// Producer snapshots (<offset>.snapshot; the format in codec.go).
 const (
 	snapshotSuffix   = ".snapshot"
 	snapshotMagic    = "SGPS"
@@ -160,84 +148,6 @@ const (
 	snapshotMaxBytes = 64 << 20
 	snapshotsKept    = 2
 )
-
-func (ps *producerState) encode() []byte {
-	ids := make([]int64, 0, len(ps.m))
-	for id := range ps.m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	b := append([]byte(snapshotMagic), snapshotVersion)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(ids)))
-	for _, id := range ids {
-		e := ps.m[id]
-		b = binary.BigEndian.AppendUint64(b, uint64(id))
-		b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
-		b = binary.BigEndian.AppendUint64(b, uint64(e.lastSeen))
-		b = append(b, byte(len(e.batches)))
-		for _, pb := range e.batches {
-			b = binary.BigEndian.AppendUint32(b, uint32(pb.firstSeq))
-			b = binary.BigEndian.AppendUint32(b, uint32(pb.lastSeq))
-			b = binary.BigEndian.AppendUint64(b, uint64(pb.firstOffset))
-			b = binary.BigEndian.AppendUint64(b, uint64(pb.lastOffset))
-		}
-	}
-	return binary.BigEndian.AppendUint64(b, xxhash.Sum64(b))
-}
-
-// decodeProducerSnapshot decodes a snapshot; every length is checked
-// against what remains.
-func decodeProducerSnapshot(b []byte) (*producerState, error) {
-	bad := func(why string) (*producerState, error) {
-		return nil, fmt.Errorf("%w: producer snapshot: %s", ErrCorrupt, why)
-	}
-	if len(b) < 4+1+4+8 {
-		return bad("too short")
-	}
-	body, sum := b[:len(b)-8], binary.BigEndian.Uint64(b[len(b)-8:])
-	if xxhash.Sum64(body) != sum {
-		return bad("checksum mismatch")
-	}
-	if string(body[:4]) != snapshotMagic || body[4] != snapshotVersion {
-		return bad("unknown magic or version")
-	}
-	n := binary.BigEndian.Uint32(body[5:9])
-	p := body[9:]
-	const entryMin = 8 + 2 + 8 + 1
-	if uint64(n) > uint64(len(p))/entryMin {
-		return bad("producer count larger than the file")
-	}
-	ps := newProducerState()
-	for i := uint32(0); i < n; i++ {
-		if len(p) < entryMin {
-			return bad("truncated producer")
-		}
-		id := int64(binary.BigEndian.Uint64(p))
-		e := &producerEntry{epoch: int16(binary.BigEndian.Uint16(p[8:])), lastSeen: int64(binary.BigEndian.Uint64(p[10:]))}
-		k := int(p[18])
-		p = p[entryMin:]
-		if k > maxProducerBatches || len(p) < k*24 {
-			return bad("bad batch count")
-		}
-		for j := 0; j < k; j++ {
-			e.batches = append(e.batches, producerBatch{
-				firstSeq:    int32(binary.BigEndian.Uint32(p)),
-				lastSeq:     int32(binary.BigEndian.Uint32(p[4:])),
-				firstOffset: int64(binary.BigEndian.Uint64(p[8:])),
-				lastOffset:  int64(binary.BigEndian.Uint64(p[16:])),
-			})
-			p = p[24:]
-		}
-		if _, dup := ps.m[id]; dup {
-			return bad("producer listed twice")
-		}
-		ps.m[id] = e
-	}
-	if len(p) != 0 {
-		return bad("trailing bytes")
-	}
-	return ps, nil
-}
 
 // snapshotOffsets lists the offsets of the snapshot files in dir, sorted.
 func snapshotOffsets(fsys vfs.FS, dir string) ([]int64, error) {

@@ -142,7 +142,7 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 	}
 	if opts.Log.Sync == SyncInterval && !opts.Log.ReadOnly {
 		s.wg.Add(1)
-		go s.flushLoop()
+		go everyTick(&s.wg, s.stop, s.opts.Log.SyncInterval, s.flushAll)
 	}
 	return s, nil
 }
@@ -561,19 +561,11 @@ func (s *Store) openLogs() []*Log {
 	return out
 }
 
-func (s *Store) flushLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.opts.Log.SyncInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			for _, l := range s.openLogs() {
-				l.flushIfDirty()
-			}
-		}
+// flushAll is the store's SyncInterval flusher: every open log, one
+// goroutine for them all.
+func (s *Store) flushAll() {
+	for _, l := range s.openLogs() {
+		l.flushIfDirty()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/seglog/seglog/internal/vfs"
@@ -183,16 +184,18 @@ func (l *Log) checkpointWrote() (bool, error) {
 // checkpointLocked is checkpoint for callers that hold writeMu.
 func (l *Log) checkpointLocked() error { return l.checkpoint() }
 
-func (l *Log) flushLoop() {
-	defer l.wg.Done()
-	t := time.NewTicker(l.opts.SyncInterval)
+// everyTick calls fn every d until stop is closed, then marks wg done:
+// the SyncInterval flusher of a Log, or of a Store for all its logs.
+func everyTick(wg *sync.WaitGroup, stop <-chan struct{}, d time.Duration, fn func()) {
+	defer wg.Done()
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
-		case <-l.stop:
+		case <-stop:
 			return
 		case <-t.C:
-			l.flushIfDirty()
+			fn()
 		}
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/seglog/seglog/internal/vfs"
@@ -37,9 +35,6 @@ type TopicConfig struct {
 // topicConfigFile is the file in each partition directory that holds its
 // topic's configuration.
 const topicConfigFile = "topic-config"
-
-// The keys of the file: Kafka's names where Kafka has one.
-var topicConfigKeys = []string{"segment.bytes", "segment.age", "index.interval.bytes", "sync", "sync.every.records", "sync.interval", "compression", "retention.age", "retention.bytes", "retention.consumed"}
 
 // Validate checks the values (not whether they differ from a default).
 func (c TopicConfig) Validate() error {
@@ -94,83 +89,6 @@ func (c TopicConfig) apply(opts Options) Options {
 		opts.Compression = codec
 	}
 	return opts
-}
-
-// values returns the file's values, in topicConfigKeys order.
-func (c TopicConfig) values() []string {
-	return []string{
-		strconv.FormatInt(c.SegmentBytes, 10), c.SegmentAge.String(), strconv.Itoa(c.IndexIntervalBytes),
-		c.Sync, strconv.Itoa(c.SyncEveryRecords), c.SyncInterval.String(), c.Compression,
-		c.RetentionAge.String(), strconv.FormatInt(c.RetentionBytes, 10), strconv.FormatBool(c.RetentionConsumed),
-	}
-}
-
-// encodeTopicConfig frames the config as a checksummed text file, one
-// "key value" line per field (an empty value is written as "-").
-func encodeTopicConfig(c TopicConfig) []byte {
-	lines := []string{"seglog " + topicConfigFile + " v1 " + strconv.Itoa(len(topicConfigKeys))}
-	for i, v := range c.values() {
-		if v == "" {
-			v = "-"
-		}
-		lines = append(lines, topicConfigKeys[i]+" "+v)
-	}
-	return encodeChecked(lines)
-}
-
-// decodeTopicConfig parses what encodeTopicConfig wrote. Keys it does not
-// know are an error (a newer format), as are values that do not parse or
-// validate.
-func decodeTopicConfig(b []byte) (TopicConfig, error) {
-	_, items, err := decodeChecked(topicConfigFile, b)
-	if err != nil {
-		return TopicConfig{}, err
-	}
-	var c TopicConfig
-	bad := func(line string, err error) (TopicConfig, error) {
-		return TopicConfig{}, fmt.Errorf("%w: %s: line %q: %v", ErrCorrupt, topicConfigFile, line, err)
-	}
-	for _, line := range items {
-		key, v, ok := strings.Cut(line, " ")
-		if !ok {
-			return bad(line, errors.New("no value"))
-		}
-		if v == "-" {
-			v = ""
-		}
-		var err error
-		switch key {
-		case "segment.bytes":
-			c.SegmentBytes, err = strconv.ParseInt(v, 10, 64)
-		case "segment.age":
-			c.SegmentAge, err = time.ParseDuration(v)
-		case "index.interval.bytes":
-			c.IndexIntervalBytes, err = strconv.Atoi(v)
-		case "sync":
-			c.Sync = v
-		case "sync.every.records":
-			c.SyncEveryRecords, err = strconv.Atoi(v)
-		case "sync.interval":
-			c.SyncInterval, err = time.ParseDuration(v)
-		case "compression":
-			c.Compression = v
-		case "retention.age":
-			c.RetentionAge, err = time.ParseDuration(v)
-		case "retention.bytes":
-			c.RetentionBytes, err = strconv.ParseInt(v, 10, 64)
-		case "retention.consumed":
-			c.RetentionConsumed, err = strconv.ParseBool(v)
-		default:
-			err = errors.New("unknown key")
-		}
-		if err != nil {
-			return bad(line, err)
-		}
-	}
-	if err := c.Validate(); err != nil {
-		return TopicConfig{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, topicConfigFile, err)
-	}
-	return c, nil
 }
 
 // readTopicConfig reads a partition directory's topic config; a directory

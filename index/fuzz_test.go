@@ -43,108 +43,92 @@ func checkUnchanged(t *testing.T, path string, data []byte) {
 	}
 }
 
-// FuzzOpenOffset opens arbitrary bytes as an offset index, read-only and
-// writable: nothing panics, the read-only file is untouched, and the
-// decoder agrees with the mapping.
+// fuzzIndex opens data as an index of kind k with base offset base (made
+// non-negative), read-only and writable: nothing panics, the read-only
+// file is untouched, and the decoder agrees with the mapping. ro and rw
+// call the methods whose arguments differ between the kinds.
+func fuzzIndex[E entry, X testIndex[E]](t *testing.T, k kind[E, X], data []byte, base int64, ro func(x X, base int64, decoded []E), rw func(x X, base int64)) {
+	if base < 0 {
+		base = -(base + 1)
+	}
+	rof, rwf := fuzzFile(t, data)
+	x, err := k.open(rof, base, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, derr := k.decode(data, base)
+	if (derr != nil) != (len(data)%k.size != 0) || len(decoded) != x.Len() {
+		t.Fatalf("decoded %d entries (err %v), index has %d", len(decoded), derr, x.Len())
+	}
+	for i, e := range decoded {
+		if x.Entry(i) != e {
+			t.Fatalf("entry %d: %v, decoded %v", i, x.Entry(i), e)
+		}
+	}
+	ro(x, base, decoded)
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkUnchanged(t, rof, data)
+
+	y, err := k.open(rwf, base, Options{Writable: true, MaxBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw(y, base)
+	if err := y.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzOpenOffset runs fuzzIndex on offset indexes.
 func FuzzOpenOffset(f *testing.F) {
 	fuzzSeeds(f, OffsetEntrySize)
 	f.Fuzz(func(t *testing.T, data []byte, base int64) {
-		if base < 0 {
-			base = -(base + 1)
-		}
-		ro, rw := fuzzFile(t, data)
-		x, err := OpenOffset(ro, base, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = x.SanityCheck(int64(len(data)))
-		_ = x.SanityCheck(math.MaxInt64)
-		decoded, derr := DecodeOffsetEntries(data, base)
-		if (derr != nil) != (len(data)%OffsetEntrySize != 0) || len(decoded) != x.Len() {
-			t.Fatalf("decoded %d entries (err %v), index has %d", len(decoded), derr, x.Len())
-		}
-		for i, e := range decoded {
-			if x.Entry(i) != e {
-				t.Fatalf("entry %d: %v, decoded %v", i, x.Entry(i), e)
+		fuzzIndex(t, offsetKind, data, base, func(x *OffsetIndex, base int64, decoded []OffsetPosition) {
+			_ = x.SanityCheck(int64(len(data)))
+			_ = x.SanityCheck(math.MaxInt64)
+			for _, target := range []int64{0, base - 1, base, base + 10, base + 1<<20, math.MaxInt64} {
+				_ = x.Lookup(target)
 			}
-		}
-		for _, target := range []int64{0, base - 1, base, base + 10, base + 1<<20, math.MaxInt64} {
-			_ = x.Lookup(target)
-		}
-		for _, e := range decoded {
-			_ = x.Lookup(e.Offset)
-		}
-		_, _ = x.Last()
-		if err := x.Close(); err != nil {
-			t.Fatal(err)
-		}
-		checkUnchanged(t, ro, data)
-
-		y, err := OpenOffset(rw, base, Options{Writable: true, MaxBytes: 4096})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = y.SanityCheck(math.MaxInt64)
-		_ = y.Lookup(base + 100)
-		if e, ok := y.Last(); ok {
-			_ = y.Append(e.Offset+1, e.Position+1)
-			_ = y.TruncateTo(e.Offset)
-		} else {
-			_ = y.Append(base+1, 1)
-		}
-		if err := y.Close(); err != nil {
-			t.Fatal(err)
-		}
+			for _, e := range decoded {
+				_ = x.Lookup(e.Offset)
+			}
+			_, _ = x.Last()
+		}, func(y *OffsetIndex, base int64) {
+			_ = y.SanityCheck(math.MaxInt64)
+			_ = y.Lookup(base + 100)
+			if e, ok := y.Last(); ok {
+				_ = y.Append(e.Offset+1, e.Position+1)
+				_ = y.TruncateTo(e.Offset)
+			} else {
+				_ = y.Append(base+1, 1)
+			}
+		})
 	})
 }
 
-// FuzzOpenTime is FuzzOpenOffset for time indexes.
+// FuzzOpenTime runs fuzzIndex on time indexes.
 func FuzzOpenTime(f *testing.F) {
 	fuzzSeeds(f, TimeEntrySize)
 	f.Fuzz(func(t *testing.T, data []byte, base int64) {
-		if base < 0 {
-			base = -(base + 1)
-		}
-		ro, rw := fuzzFile(t, data)
-		x, err := OpenTime(ro, base, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = x.SanityCheck(base, base+int64(len(data)))
-		_ = x.SanityCheck(0, math.MaxInt64)
-		decoded, derr := DecodeTimeEntries(data, base)
-		if (derr != nil) != (len(data)%TimeEntrySize != 0) || len(decoded) != x.Len() {
-			t.Fatalf("decoded %d entries (err %v), index has %d", len(decoded), derr, x.Len())
-		}
-		for i, e := range decoded {
-			if x.Entry(i) != e {
-				t.Fatalf("entry %d: %v, decoded %v", i, x.Entry(i), e)
+		fuzzIndex(t, timeKind, data, base, func(x *TimeIndex, base int64, decoded []TimeOffset) {
+			_ = x.SanityCheck(base, base+int64(len(data)))
+			_ = x.SanityCheck(0, math.MaxInt64)
+			for _, target := range []int64{math.MinInt64, -1, 0, 1, 1 << 40, math.MaxInt64} {
+				_, _ = x.Lookup(target)
 			}
-		}
-		for _, target := range []int64{math.MinInt64, -1, 0, 1, 1 << 40, math.MaxInt64} {
-			_, _ = x.Lookup(target)
-		}
-		for _, e := range decoded {
-			_, _ = x.Lookup(e.Timestamp)
-		}
-		if err := x.Close(); err != nil {
-			t.Fatal(err)
-		}
-		checkUnchanged(t, ro, data)
-
-		y, err := OpenTime(rw, base, Options{Writable: true, MaxBytes: 4096})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = y.SanityCheck(0, math.MaxInt64)
-		if e, ok := y.Last(); ok {
-			_ = y.Append(e.Timestamp+1, e.Offset+1)
-			_ = y.TruncateTo(e.Offset)
-		} else {
-			_ = y.Append(1, base)
-		}
-		if err := y.Close(); err != nil {
-			t.Fatal(err)
-		}
+			for _, e := range decoded {
+				_, _ = x.Lookup(e.Timestamp)
+			}
+		}, func(y *TimeIndex, base int64) {
+			_ = y.SanityCheck(0, math.MaxInt64)
+			if e, ok := y.Last(); ok {
+				_ = y.Append(e.Timestamp+1, e.Offset+1)
+				_ = y.TruncateTo(e.Offset)
+			} else {
+				_ = y.Append(1, base)
+			}
+		})
 	})
 }

@@ -1,8 +1,10 @@
 package index
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -46,20 +48,60 @@ func tempPath(t testing.TB, name string) string {
 	return filepath.Join(t.TempDir(), name)
 }
 
-func openOffset(t testing.TB, path string, opts Options) *OffsetIndex {
+// testIndex is what both kinds of index do alike, as the tests use it.
+type testIndex[E entry] interface {
+	Append(a, b int64) error
+	Len() int
+	Entry(i int) E
+	Last() (E, bool)
+	Full() bool
+	TruncateTo(offset int64) error
+	Reset() error
+	Sync() error
+	Close() error
+}
+
+// kind is one kind of index, for the tests that run on both.
+type kind[E entry, X testIndex[E]] struct {
+	file   string                                                       // a file name for it
+	size   int                                                          // its entry size
+	open   func(path string, baseOffset int64, opts Options) (X, error) // OpenOffset or OpenTime
+	decode func(b []byte, baseOffset int64) ([]E, error)                // DecodeOffsetEntries or DecodeTimeEntries
+	entry  func(i int) E                                                // the standard test sequence
+	// sane runs SanityCheck with bounds that hold every entry of the
+	// standard test sequence.
+	sane func(x X) error
+}
+
+var (
+	offsetKind = kind[OffsetPosition, *OffsetIndex]{
+		file: "00.index", size: OffsetEntrySize, open: OpenOffset, decode: DecodeOffsetEntries, entry: offsetEntry,
+		sane: func(x *OffsetIndex) error { return x.SanityCheck(math.MaxUint32) },
+	}
+	timeKind = kind[TimeOffset, *TimeIndex]{
+		file: "00.timeindex", size: TimeEntrySize, open: OpenTime, decode: DecodeTimeEntries, entry: timeEntry,
+		sane: func(x *TimeIndex) error { return x.SanityCheck(testBase, math.MaxInt64) },
+	}
+)
+
+// openKind opens the index of kind k at path with base offset testBase,
+// and closes it when the test ends.
+func openKind[E entry, X testIndex[E]](t testing.TB, k kind[E, X], path string, opts Options) X {
 	t.Helper()
-	x, err := OpenOffset(path, testBase, opts)
+	x, err := k.open(path, testBase, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = x.Close() })
 	return x
 }
 
+func openOffset(t testing.TB, path string, opts Options) *OffsetIndex {
+	t.Helper()
+	return openKind(t, offsetKind, path, opts)
+}
+
 func openTime(t testing.TB, path string, opts Options) *TimeIndex {
 	t.Helper()
-	x, err := OpenTime(path, testBase, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = x.Close() })
-	return x
+	return openKind(t, timeKind, path, opts)
 }
 
 // offsetEntry is the i-th entry of the standard test sequence.
@@ -71,42 +113,53 @@ func timeEntry(i int) TimeOffset {
 	return TimeOffset{Timestamp: 1_700_000_000_000 + 1000*int64(i), Offset: testBase + 10*int64(i+1)}
 }
 
-func fillOffset(t testing.TB, x *OffsetIndex, n int) []OffsetPosition {
+// fill appends entries 0 to n-1 of a test sequence and returns them.
+func fill[E entry](t testing.TB, x testIndex[E], n int, entryAt func(int) E) []E {
 	t.Helper()
-	want := make([]OffsetPosition, 0, n)
+	want := make([]E, 0, n)
 	for i := range n {
-		e := offsetEntry(i)
-		require.NoError(t, x.Append(e.Offset, e.Position))
+		e := entryAt(i)
+		require.NoError(t, x.Append(e.fields()))
 		want = append(want, e)
 	}
 	return want
+}
+
+func fillOffset(t testing.TB, x *OffsetIndex, n int) []OffsetPosition {
+	t.Helper()
+	return fill(t, x, n, offsetEntry)
 }
 
 func fillTime(t testing.TB, x *TimeIndex, n int) []TimeOffset {
 	t.Helper()
-	want := make([]TimeOffset, 0, n)
-	for i := range n {
-		e := timeEntry(i)
-		require.NoError(t, x.Append(e.Timestamp, e.Offset))
-		want = append(want, e)
-	}
-	return want
+	return fill(t, x, n, timeEntry)
 }
 
-func offsetEntries(x *OffsetIndex) []OffsetPosition {
-	out := make([]OffsetPosition, 0, x.Len())
+// entriesOf returns every entry in use.
+func entriesOf[E entry](x testIndex[E]) []E {
+	out := make([]E, 0, x.Len())
 	for i := range x.Len() {
 		out = append(out, x.Entry(i))
 	}
 	return out
 }
 
-func timeEntries(x *TimeIndex) []TimeOffset {
-	out := make([]TimeOffset, 0, x.Len())
-	for i := range x.Len() {
-		out = append(out, x.Entry(i))
+func offsetEntries(x *OffsetIndex) []OffsetPosition { return entriesOf[OffsetPosition](x) }
+
+func timeEntries(x *TimeIndex) []TimeOffset { return entriesOf[TimeOffset](x) }
+
+// runReaders runs read(g, stopped) in goroutines g = 0, ..., n-1 while work
+// runs in this one; then stopped returns true, and runReaders waits for the
+// readers to return (also when work fails the test).
+func runReaders(n int, read func(g int, stopped func() bool), work func()) {
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Go(func() { read(g, stop.Load) })
 	}
-	return out
+	defer wg.Wait()
+	defer stop.Store(true)
+	work()
 }
 
 func fileSize(t testing.TB, path string) int64 {

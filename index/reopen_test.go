@@ -13,57 +13,43 @@ import (
 // TestReopen checks that a writable reopen keeps exactly the entries, after
 // a clean Close (file trimmed) and after a crash (file left preallocated).
 func TestReopen(t *testing.T) {
-	const maxBytes = 1 << 16
 	for _, crash := range []bool{false, true} {
 		name := map[bool]string{false: "after Close", true: "after a crash"}[crash]
-		t.Run("offset "+name, func(t *testing.T) {
-			path := tempPath(t, "00.index")
-			x, err := OpenOffset(path, testBase, Options{Writable: true, MaxBytes: maxBytes})
-			require.NoError(t, err)
-			want := fillOffset(t, x, 100)
-			if crash {
-				// The file as a crash leaves it: preallocated, not trimmed.
-				copyFile(t, path, path+".crash")
-				require.NoError(t, x.Close())
-				path += ".crash"
-				require.Equal(t, int64(maxBytes), fileSize(t, path))
-			} else {
-				require.NoError(t, x.Close())
-				require.Equal(t, int64(100*OffsetEntrySize), fileSize(t, path))
-			}
-			y := openOffset(t, path, Options{Writable: true, MaxBytes: maxBytes})
-			assert.Equal(t, int64(maxBytes), fileSize(t, path))
-			assert.Equal(t, want, offsetEntries(y))
-			assert.NoError(t, y.SanityCheck(math.MaxUint32))
-			assert.False(t, y.Full())
-			e := offsetEntry(100)
-			assert.ErrorIs(t, y.Append(want[99].Offset, want[99].Position+1), ErrOutOfOrder)
-			require.NoError(t, y.Append(e.Offset, e.Position))
-			require.NoError(t, y.Close())
-			z := openOffset(t, path, Options{})
-			assert.Equal(t, append(want, e), offsetEntries(z))
-		})
-		t.Run("time "+name, func(t *testing.T) {
-			path := tempPath(t, "00.timeindex")
-			x, err := OpenTime(path, testBase, Options{Writable: true, MaxBytes: maxBytes})
-			require.NoError(t, err)
-			want := fillTime(t, x, 100)
-			if crash {
-				copyFile(t, path, path+".crash")
-				require.NoError(t, x.Close())
-				path += ".crash"
-			} else {
-				require.NoError(t, x.Close())
-				require.Equal(t, int64(100*TimeEntrySize), fileSize(t, path))
-			}
-			y := openTime(t, path, Options{Writable: true, MaxBytes: maxBytes})
-			assert.Equal(t, want, timeEntries(y))
-			assert.NoError(t, y.SanityCheck(testBase, math.MaxInt64))
-			e := timeEntry(100)
-			require.NoError(t, y.Append(e.Timestamp, e.Offset))
-			assert.Equal(t, append(want, e), timeEntries(y))
-		})
+		t.Run("offset "+name, func(t *testing.T) { testReopen(t, offsetKind, crash) })
+		t.Run("time "+name, func(t *testing.T) { testReopen(t, timeKind, crash) })
 	}
+}
+
+func testReopen[E entry, X testIndex[E]](t *testing.T, k kind[E, X], crash bool) {
+	const maxBytes = 1 << 16
+	capBytes := int64(maxBytes / k.size * k.size) // MaxBytes rounded down to whole entries
+	path := tempPath(t, k.file)
+	x, err := k.open(path, testBase, Options{Writable: true, MaxBytes: maxBytes})
+	require.NoError(t, err)
+	want := fill(t, x, 100, k.entry)
+	if crash {
+		// The file as a crash leaves it: preallocated, not trimmed.
+		copyFile(t, path, path+".crash")
+		require.NoError(t, x.Close())
+		path += ".crash"
+		require.Equal(t, capBytes, fileSize(t, path))
+	} else {
+		require.NoError(t, x.Close())
+		require.Equal(t, int64(100*k.size), fileSize(t, path))
+	}
+	y := openKind(t, k, path, Options{Writable: true, MaxBytes: maxBytes})
+	assert.Equal(t, capBytes, fileSize(t, path))
+	assert.Equal(t, want, entriesOf[E](y))
+	assert.NoError(t, k.sane(y))
+	assert.False(t, y.Full())
+	a, b := want[99].fields()
+	assert.ErrorIs(t, y.Append(a, b+1), ErrOutOfOrder)
+	e := k.entry(100)
+	require.NoError(t, y.Append(e.fields()))
+	assert.Equal(t, append(want, e), entriesOf[E](y))
+	require.NoError(t, y.Close())
+	z := openKind(t, k, path, Options{})
+	assert.Equal(t, append(want, e), entriesOf[E](z))
 }
 
 func TestReopenEmptyCreatedFile(t *testing.T) {

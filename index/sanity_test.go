@@ -1,7 +1,6 @@
 package index
 
 import (
-	"math"
 	"os"
 	"testing"
 
@@ -108,61 +107,55 @@ func TestSanityCheckWritable(t *testing.T) {
 // and stray bytes past them are gone.
 func TestRebuild(t *testing.T) {
 	t.Run("offset", func(t *testing.T) {
-		path := tempPath(t, "00.index")
-		x, err := OpenOffset(path, testBase, Options{Writable: true, MaxBytes: 4096})
-		require.NoError(t, err)
-		want := fillOffset(t, x, 50)
-		require.NoError(t, x.Close())
-
-		b, err := os.ReadFile(path)
-		require.NoError(t, err)
-		copy(b[10*OffsetEntrySize:], b[20*OffsetEntrySize:21*OffsetEntrySize]) // entry 10 := entry 20
-		b = append(b, 0xde, 0xad)                                              // a torn tail
-		require.NoError(t, os.WriteFile(path, b, 0o640))
-
-		y := openOffset(t, path, Options{Writable: true, MaxBytes: 4096})
-		require.ErrorIs(t, y.SanityCheck(1<<30), ErrCorrupt)
-		require.NoError(t, y.Reset())
-		assert.NoError(t, y.SanityCheck(1<<30))
-		for _, e := range want {
-			require.NoError(t, y.Append(e.Offset, e.Position))
-		}
-		assert.Equal(t, want, offsetEntries(y))
-		assert.NoError(t, y.SanityCheck(1<<30))
-		require.NoError(t, y.Close())
-		z := openOffset(t, path, Options{})
-		assert.Equal(t, want, offsetEntries(z))
-		assert.NoError(t, z.SanityCheck(1<<30))
+		testRebuild(t, offsetKind, false, func(b []byte) []byte {
+			copy(b[10*OffsetEntrySize:], b[20*OffsetEntrySize:21*OffsetEntrySize]) // entry 10 := entry 20
+			return append(b, 0xde, 0xad)                                           // a torn tail
+		})
 	})
 	t.Run("time", func(t *testing.T) {
-		path := tempPath(t, "00.timeindex")
-		x, err := OpenTime(path, testBase, Options{Writable: true, MaxBytes: 4096})
-		require.NoError(t, err)
-		want := fillTime(t, x, 50)
+		testRebuild(t, timeKind, true, func(b []byte) []byte {
+			b[4000] = 0x01            // a stray byte in the preallocated tail
+			b[5*TimeEntrySize] = 0x80 // entry 5's timestamp becomes negative
+			return b
+		})
+	})
+}
+
+// testRebuild damages a file of 50 entries with damage: after Close, or as
+// a crash leaves it (preallocated).
+func testRebuild[E entry, X testIndex[E]](t *testing.T, k kind[E, X], crash bool, damage func([]byte) []byte) {
+	path := tempPath(t, k.file)
+	x, err := k.open(path, testBase, Options{Writable: true, MaxBytes: 4096})
+	require.NoError(t, err)
+	want := fill(t, x, 50, k.entry)
+	if crash {
 		require.NoError(t, x.Sync())
 		copyFile(t, path, path+".crash")
-		require.NoError(t, x.Close())
 		path += ".crash"
+	}
+	require.NoError(t, x.Close())
 
-		b, err := os.ReadFile(path)
-		require.NoError(t, err)
-		b[4000] = 0x01            // a stray byte in the preallocated tail
-		b[5*TimeEntrySize] = 0x80 // entry 5's timestamp becomes negative
-		require.NoError(t, os.WriteFile(path, b, 0o640))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, damage(b), 0o640))
 
-		y := openTime(t, path, Options{Writable: true, MaxBytes: 4096})
-		require.ErrorIs(t, y.SanityCheck(testBase, math.MaxInt64), ErrCorrupt)
-		require.NoError(t, y.Reset())
-		for _, e := range want {
-			require.NoError(t, y.Append(e.Timestamp, e.Offset))
-		}
-		assert.Equal(t, want, timeEntries(y))
-		assert.NoError(t, y.SanityCheck(testBase, math.MaxInt64))
-		require.NoError(t, y.Sync())
-		copyFile(t, path, path+".2")
-		z := openTime(t, path+".2", Options{Writable: true, MaxBytes: 4096})
-		assert.Equal(t, want, timeEntries(z), "no stray bytes survive Reset")
-	})
+	y := openKind(t, k, path, Options{Writable: true, MaxBytes: 4096})
+	require.ErrorIs(t, k.sane(y), ErrCorrupt)
+	require.NoError(t, y.Reset())
+	assert.NoError(t, k.sane(y))
+	for _, e := range want {
+		require.NoError(t, y.Append(e.fields()))
+	}
+	assert.Equal(t, want, entriesOf[E](y))
+	assert.NoError(t, k.sane(y))
+	require.NoError(t, y.Sync())
+	copyFile(t, path, path+".2")
+	z := openKind(t, k, path+".2", Options{Writable: true, MaxBytes: 4096})
+	assert.Equal(t, want, entriesOf[E](z), "no stray bytes survive Reset")
+	require.NoError(t, y.Close())
+	ro := openKind(t, k, path, Options{})
+	assert.Equal(t, want, entriesOf[E](ro))
+	assert.NoError(t, k.sane(ro))
 }
 
 func TestDecodeEntries(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -61,26 +60,27 @@ func (m *summaryModel) close() {
 
 // genOffsets returns the k offset entries after last, with random gaps.
 func (m *summaryModel) genOffsets(k int) []OffsetPosition {
-	out := make([]OffsetPosition, k)
-	e := m.nextOff
-	for i := range out {
+	return genEntries(&m.nextOff, k, func(e *OffsetPosition) {
 		e.Offset += 1 + m.r.Int64N(4)
 		e.Position += 1 + m.r.Int64N(200)
-		out[i] = e
-	}
-	m.nextOff = e
-	return out
+	})
 }
 
 func (m *summaryModel) genTimes(k int) []TimeOffset {
-	out := make([]TimeOffset, k)
-	e := m.nextTime
-	for i := range out {
+	return genEntries(&m.nextTime, k, func(e *TimeOffset) {
 		e.Timestamp += 1 + m.r.Int64N(1000)
 		e.Offset += 1 + m.r.Int64N(4)
-		out[i] = e
+	})
+}
+
+// genEntries returns k entries after *next, each made from the one before
+// by step, and leaves the last in *next.
+func genEntries[E entry](next *E, k int, step func(*E)) []E {
+	out := make([]E, k)
+	for i := range out {
+		step(next)
+		out[i] = *next
 	}
-	m.nextTime = e
 	return out
 }
 
@@ -115,38 +115,33 @@ func wantTime(entries []TimeOffset, target int64) (TimeOffset, bool) {
 // offsetTargets returns targets around every group's first entry, the
 // warm section's first entry, both ends, and random ones.
 func offsetTargets(r *rand.Rand, entries []OffsetPosition, random int) []int64 {
-	ts := []int64{math.MinInt64, 0, testBase - 1, testBase, testBase + 1, math.MaxInt64}
-	n := len(entries)
-	near := func(i int) {
-		if i >= 0 && i < n {
-			ts = append(ts, entries[i].Offset-1, entries[i].Offset, entries[i].Offset+1)
-		}
-	}
-	for g := 0; g < n; g += 1 << groupShift {
-		near(g - 1)
-		near(g)
-		near(g + 1)
-	}
-	w := warmBytes / OffsetEntrySize
-	for _, i := range []int{0, n - w - 1, n - w, n - w + 1, n - 1} {
-		near(i)
-	}
 	hi := int64(testBase + 10)
-	if n > 0 {
+	if n := len(entries); n > 0 {
 		hi = entries[n-1].Offset + 10
 	}
-	for range random {
-		ts = append(ts, testBase-5+r.Int64N(hi-testBase+5))
-	}
-	return ts
+	fixed := []int64{math.MinInt64, 0, testBase - 1, testBase, testBase + 1, math.MaxInt64}
+	return lookupTargets(r, entries, OffsetEntrySize, fixed, testBase-5, hi, random)
 }
 
 func timeTargets(r *rand.Rand, entries []TimeOffset, random int) []int64 {
-	ts := []int64{math.MinInt64, -1, 0, 1, math.MaxInt64}
+	var lo, hi int64 // no random targets in an empty index
+	if n := len(entries); n > 0 {
+		lo, hi = entries[0].Timestamp-10, entries[n-1].Timestamp+10
+	}
+	return lookupTargets(r, entries, TimeEntrySize, []int64{math.MinInt64, -1, 0, 1, math.MaxInt64}, lo, hi, random)
+}
+
+// lookupTargets returns the fixed targets, then the keys (what Lookup
+// searches) of the entries around every group's first entry, the warm
+// section's first entry and both ends, each less one, as is and plus one,
+// then random targets in [lo, hi) when lo < hi.
+func lookupTargets[E entry](r *rand.Rand, entries []E, size int, fixed []int64, lo, hi int64, random int) []int64 {
+	ts := fixed
 	n := len(entries)
 	near := func(i int) {
 		if i >= 0 && i < n {
-			ts = append(ts, entries[i].Timestamp-1, entries[i].Timestamp, entries[i].Timestamp+1)
+			key, _ := entries[i].fields()
+			ts = append(ts, key-1, key, key+1)
 		}
 	}
 	for g := 0; g < n; g += 1 << groupShift {
@@ -154,12 +149,11 @@ func timeTargets(r *rand.Rand, entries []TimeOffset, random int) []int64 {
 		near(g)
 		near(g + 1)
 	}
-	w := warmBytes / TimeEntrySize
+	w := warmBytes / size
 	for _, i := range []int{0, n - w - 1, n - w, n - w + 1, n - 1} {
 		near(i)
 	}
-	if n > 0 {
-		lo, hi := entries[0].Timestamp-10, entries[n-1].Timestamp+10
+	if lo < hi {
 		for range random {
 			ts = append(ts, lo+r.Int64N(hi-lo))
 		}
@@ -191,8 +185,6 @@ func (m *summaryModel) appendConcurrently(k int) {
 	offs, times := m.genOffsets(k), m.genTimes(k)
 	allOffs := append(append([]OffsetPosition(nil), m.offs...), offs...)
 	allTimes := append(append([]TimeOffset(nil), m.times...), times...)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
 	var bad atomic.Int64
 	var firstBad atomic.Value
 	report := func(format string, args ...any) {
@@ -200,41 +192,48 @@ func (m *summaryModel) appendConcurrently(k int) {
 			firstBad.Store(fmt.Sprintf(format, args...))
 		}
 	}
-	for seed := range uint64(2) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, 99))
-			for !stop.Load() {
-				hiOff := allOffs[len(allOffs)-1].Offset + 5
-				target := testBase - 2 + r.Int64N(hiOff-testBase+2)
-				l1 := m.ox.Len()
-				got := m.ox.Lookup(target)
-				l2 := m.ox.Len()
-				lo, hi := wantOffset(allOffs[:l1], target), wantOffset(allOffs[:l2], target)
-				if got.Offset < lo.Offset || got.Offset > hi.Offset || (got.Position != 0 && got != wantOffset(allOffs[:l2], got.Offset)) {
-					report("offset lookup %d with %d..%d entries: %v, want between %v and %v", target, l1, l2, got, lo, hi)
-				}
-				lt := allTimes[len(allTimes)-1].Timestamp
-				ft := allTimes[0].Timestamp
-				tt := ft - 2 + r.Int64N(lt-ft+4)
-				t1 := m.tx.Len()
-				te, _ := m.tx.Lookup(tt)
-				t2 := m.tx.Len()
-				tlo, _ := wantTime(allTimes[:t1], tt)
-				thi, _ := wantTime(allTimes[:t2], tt)
-				if te.Offset < tlo.Offset || te.Offset > thi.Offset {
-					report("time lookup %d with %d..%d entries: %v, want between %v and %v", tt, t1, t2, te, tlo, thi)
-				}
-				if r.IntN(200) == 0 {
-					if err := m.ox.SanityCheck(math.MaxUint32); err != nil {
-						report("sanity check beside append: %v", err)
-					}
+	runReaders(2, func(seed int, stopped func() bool) {
+		r := rand.New(rand.NewPCG(uint64(seed), 99))
+		for !stopped() {
+			hiOff := allOffs[len(allOffs)-1].Offset + 5
+			target := testBase - 2 + r.Int64N(hiOff-testBase+2)
+			l1 := m.ox.Len()
+			got := m.ox.Lookup(target)
+			l2 := m.ox.Len()
+			lo, hi := wantOffset(allOffs[:l1], target), wantOffset(allOffs[:l2], target)
+			if got.Offset < lo.Offset || got.Offset > hi.Offset || (got.Position != 0 && got != wantOffset(allOffs[:l2], got.Offset)) {
+				report("offset lookup %d with %d..%d entries: %v, want between %v and %v", target, l1, l2, got, lo, hi)
+			}
+			lt := allTimes[len(allTimes)-1].Timestamp
+			ft := allTimes[0].Timestamp
+			tt := ft - 2 + r.Int64N(lt-ft+4)
+			t1 := m.tx.Len()
+			te, _ := m.tx.Lookup(tt)
+			t2 := m.tx.Len()
+			tlo, _ := wantTime(allTimes[:t1], tt)
+			thi, _ := wantTime(allTimes[:t2], tt)
+			if te.Offset < tlo.Offset || te.Offset > thi.Offset {
+				report("time lookup %d with %d..%d entries: %v, want between %v and %v", tt, t1, t2, te, tlo, thi)
+			}
+			if r.IntN(200) == 0 {
+				if err := m.ox.SanityCheck(math.MaxUint32); err != nil {
+					report("sanity check beside append: %v", err)
 				}
 			}
-		}()
-	}
-	for i := range k {
+		}
+	}, func() {
+		offs, times = m.appendUntilFull(offs, times)
+	})
+	require.Zero(m.t, bad.Load(), "%v", firstBad.Load())
+	m.offs = append(m.offs, offs...)
+	m.times = append(m.times, times...)
+	m.resetGenerators()
+}
+
+// appendUntilFull appends offs and times to the indexes, and returns the
+// entries appended: all, or those before the index got full.
+func (m *summaryModel) appendUntilFull(offs []OffsetPosition, times []TimeOffset) ([]OffsetPosition, []TimeOffset) {
+	for i := range offs {
 		if err := m.ox.Append(offs[i].Offset, offs[i].Position); err != nil {
 			require.ErrorIs(m.t, err, ErrFull)
 			require.True(m.t, m.ox.Full())
@@ -242,19 +241,14 @@ func (m *summaryModel) appendConcurrently(k int) {
 			break
 		}
 	}
-	for i := range k {
+	for i := range times {
 		if err := m.tx.Append(times[i].Timestamp, times[i].Offset); err != nil {
 			require.ErrorIs(m.t, err, ErrFull)
 			times = times[:i]
 			break
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
-	require.Zero(m.t, bad.Load(), "%v", firstBad.Load())
-	m.offs = append(m.offs, offs...)
-	m.times = append(m.times, times...)
-	m.resetGenerators()
+	return offs, times
 }
 
 // TestSummaryModel compares lookups with the model across appends (with
@@ -356,20 +350,14 @@ func TestSummaryReadOnlyConcurrentFirstLookups(t *testing.T) {
 	for range 5 {
 		ro := openOffset(t, path, Options{})
 		require.Nil(t, ro.f.sum.Load(), "built lazily")
-		var wg sync.WaitGroup
 		var bad atomic.Int64
-		for g := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := g; i < len(want); i += 7 {
-					if ro.Lookup(want[i].Offset+5) != want[i] {
-						bad.Add(1)
-					}
+		runReaders(4, func(g int, _ func() bool) {
+			for i := g; i < len(want); i += 7 {
+				if ro.Lookup(want[i].Offset+5) != want[i] {
+					bad.Add(1)
 				}
-			}()
-		}
-		wg.Wait()
+			}
+		}, func() {})
 		assert.Zero(t, bad.Load())
 		require.NotNil(t, ro.f.sum.Load())
 		assert.Len(t, ro.f.sum.Load().k32, ro.f.groups(5000))

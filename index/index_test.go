@@ -175,12 +175,7 @@ func TestOffsetFull(t *testing.T) {
 }
 
 func TestOffsetAppendErrors(t *testing.T) {
-	tests := []struct {
-		name     string
-		offset   int64
-		position int64
-		is       error // nil: any error
-	}{
+	tests := []appendCase{
 		{"same offset", 1020, 9000, ErrOutOfOrder},
 		{"smaller offset", 1015, 9000, ErrOutOfOrder},
 		{"same position", 1030, 8192, ErrOutOfOrder},
@@ -190,18 +185,7 @@ func TestOffsetAppendErrors(t *testing.T) {
 		{"position past uint32", 1030, math.MaxUint32 + 1, nil},
 		{"negative position", 1030, -1, nil},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			x := openOffset(t, tempPath(t, "00.index"), Options{Writable: true, MaxBytes: 4096})
-			want := fillOffset(t, x, 2) // {1010, 4096}, {1020, 8192}
-			err := x.Append(tt.offset, tt.position)
-			require.Error(t, err)
-			if tt.is != nil {
-				assert.ErrorIs(t, err, tt.is)
-			}
-			assert.Equal(t, want, offsetEntries(x), "unchanged")
-		})
-	}
+	checkAppendErrors(t, offsetKind, tests) // after {1010, 4096}, {1020, 8192}
 	t.Run("all-zero entry", func(t *testing.T) {
 		x := openOffset(t, tempPath(t, "00.index"), Options{Writable: true, MaxBytes: 4096})
 		assert.Error(t, x.Append(testBase, 0))
@@ -213,6 +197,31 @@ func TestOffsetAppendErrors(t *testing.T) {
 		assert.NoError(t, x.Append(testBase+math.MaxUint32, math.MaxUint32))
 		assert.Equal(t, OffsetPosition{Offset: testBase + math.MaxUint32, Position: math.MaxUint32}, x.Lookup(math.MaxInt64))
 	})
+}
+
+// appendCase is an Append (offset, position or timestamp, offset) that
+// fails on an index holding entries 0 and 1 of the standard sequence.
+type appendCase struct {
+	name string
+	a, b int64
+	is   error // nil: any error
+}
+
+// checkAppendErrors runs each case on a new index of kind k: Append fails
+// and the index is unchanged.
+func checkAppendErrors[E entry, X testIndex[E]](t *testing.T, k kind[E, X], tests []appendCase) {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := openKind(t, k, tempPath(t, k.file), Options{Writable: true, MaxBytes: 4096})
+			want := fill(t, x, 2, k.entry)
+			err := x.Append(tt.a, tt.b)
+			require.Error(t, err)
+			if tt.is != nil {
+				assert.ErrorIs(t, err, tt.is)
+			}
+			assert.Equal(t, want, entriesOf[E](x), "unchanged")
+		})
+	}
 }
 
 func TestAppendNoSpace(t *testing.T) {
@@ -287,4 +296,85 @@ func TestCreatePerm(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	assert.Equal(t, path, x.Path())
+}
+
+func TestTimeLookup(t *testing.T) {
+	x := openTime(t, tempPath(t, "00.timeindex"), Options{Writable: true})
+	none := TimeOffset{Timestamp: -1, Offset: testBase}
+	_, ok := x.Lookup(math.MaxInt64)
+	assert.False(t, ok, "empty")
+	entries := []TimeOffset{{-50, 1001}, {0, 1005}, {100, 1010}, {200, 1020}}
+	for _, e := range entries {
+		require.NoError(t, x.Append(e.Timestamp, e.Offset))
+	}
+	tests := []struct {
+		name string
+		ts   int64
+		want TimeOffset
+		ok   bool
+	}{
+		{"minimum timestamp", math.MinInt64, none, false},
+		{"before the first entry", -51, none, false},
+		{"at the first entry", -50, entries[0], true},
+		{"between entries", -1, entries[0], true},
+		{"at zero", 0, entries[1], true},
+		{"at a middle entry", 100, entries[2], true},
+		{"just before the last", 199, entries[2], true},
+		{"at the last entry", 200, entries[3], true},
+		{"after the last entry", math.MaxInt64, entries[3], true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := x.Lookup(tt.ts)
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	last, ok := x.Last()
+	assert.True(t, ok)
+	assert.Equal(t, entries[3], last)
+}
+
+func TestTimeTruncateToAndReset(t *testing.T) {
+	x := openTime(t, tempPath(t, "00.timeindex"), Options{Writable: true, MaxBytes: 4096})
+	want := fillTime(t, x, 5) // offsets 1010 .. 1050
+	require.NoError(t, x.TruncateTo(1031))
+	assert.Equal(t, want[:3], timeEntries(x))
+	require.NoError(t, x.TruncateTo(1030))
+	assert.Equal(t, want[:2], timeEntries(x))
+	got, ok := x.Lookup(math.MaxInt64)
+	assert.True(t, ok)
+	assert.Equal(t, want[1], got)
+	require.NoError(t, x.Append(want[2].Timestamp, want[2].Offset))
+	require.NoError(t, x.TruncateTo(0))
+	assert.Equal(t, 0, x.Len())
+	require.NoError(t, x.Append(want[0].Timestamp, want[0].Offset))
+	require.NoError(t, x.Reset())
+	assert.Equal(t, 0, x.Len())
+	_, ok = x.Lookup(math.MaxInt64)
+	assert.False(t, ok)
+}
+
+func TestTimeAppendErrors(t *testing.T) {
+	tests := []appendCase{
+		{"same timestamp", timeEntry(1).Timestamp, 1030, ErrOutOfOrder},
+		{"smaller timestamp", timeEntry(0).Timestamp, 1030, ErrOutOfOrder},
+		{"same offset", timeEntry(2).Timestamp, 1020, ErrOutOfOrder},
+		{"smaller offset", timeEntry(2).Timestamp, 1015, ErrOutOfOrder},
+		{"offset below the base", timeEntry(2).Timestamp, testBase - 1, nil},
+		{"relative offset past uint32", timeEntry(2).Timestamp, testBase + math.MaxUint32 + 1, nil},
+	}
+	checkAppendErrors(t, timeKind, tests)
+	t.Run("all-zero entry", func(t *testing.T) {
+		x := openTime(t, tempPath(t, "00.timeindex"), Options{Writable: true, MaxBytes: 4096})
+		assert.Error(t, x.Append(0, testBase))
+		assert.NoError(t, x.Append(0, testBase+1))
+	})
+	t.Run("full", func(t *testing.T) {
+		x := openTime(t, tempPath(t, "00.timeindex"), Options{Writable: true, MaxBytes: 2*TimeEntrySize + 11})
+		fillTime(t, x, 2)
+		assert.True(t, x.Full())
+		e := timeEntry(2)
+		assert.ErrorIs(t, x.Append(e.Timestamp, e.Offset), ErrFull)
+	})
 }

@@ -2,6 +2,7 @@ package offsets
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -121,35 +122,25 @@ func (d *decbuf) fail(reason string) {
 
 func (d *decbuf) left() int { return len(d.b) - d.off }
 
-func (d *decbuf) u8() byte {
-	if d.err != "" || d.left() < 1 {
+// zeros is what take returns in place of the bytes it does not have.
+var zeros [8]byte
+
+// take returns the next n <= 8 bytes, or n zero bytes after an error or
+// when fewer than n are left (so that the fixed-width reads return zero).
+func (d *decbuf) take(n int) []byte {
+	if d.err != "" || d.left() < n {
 		d.fail("truncated")
-		return 0
+		return zeros[:n]
 	}
-	v := d.b[d.off]
-	d.off++
-	return v
+	d.off += n
+	return d.b[d.off-n : d.off]
 }
 
-func (d *decbuf) u32() uint32 {
-	if d.err != "" || d.left() < 4 {
-		d.fail("truncated")
-		return 0
-	}
-	v := binary.LittleEndian.Uint32(d.b[d.off:])
-	d.off += 4
-	return v
-}
+func (d *decbuf) u8() byte { return d.take(1)[0] }
 
-func (d *decbuf) u64() uint64 {
-	if d.err != "" || d.left() < 8 {
-		d.fail("truncated")
-		return 0
-	}
-	v := binary.LittleEndian.Uint64(d.b[d.off:])
-	d.off += 8
-	return v
-}
+func (d *decbuf) u32() uint32 { return binary.LittleEndian.Uint32(d.take(4)) }
+
+func (d *decbuf) u64() uint64 { return binary.LittleEndian.Uint64(d.take(8)) }
 
 func (d *decbuf) uvarint() uint64 {
 	if d.err != "" {
@@ -188,6 +179,25 @@ func (d *decbuf) name() []byte {
 		d.fail("name length out of range")
 	}
 	return d.bytes(n)
+}
+
+// head reads what comes first in a snapshot's group or topic: its name and
+// how many topics or partitions follow, each at least minSize bytes; ok is
+// false after an error.
+func (d *decbuf) head(minSize int) (name []byte, n int, ok bool) {
+	name = d.name()
+	n = d.count(minSize)
+	return name, n, d.err == ""
+}
+
+// after reports whether name sorts after prev (nil before the first name),
+// and fails with reason when it does not.
+func (d *decbuf) after(prev, name []byte, reason string) bool {
+	if prev != nil && bytes.Compare(prev, name) >= 0 {
+		d.fail(reason)
+		return false
+	}
+	return true
 }
 
 func (d *decbuf) str() []byte { return d.bytes(d.uvarint()) }
@@ -338,36 +348,39 @@ func replayJournal(data []byte, gen uint64, st *state) journalResult {
 
 // ---- snapshot ----
 
+// sortedKeys returns the keys of m, sorted (empty, not nil, when m is).
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return appendSortedKeys(make([]K, 0, len(m)), m)
+}
+
+// appendSortedKeys appends the keys of m to dst, sorted.
+func appendSortedKeys[K cmp.Ordered, V any](dst []K, m map[K]V) []K {
+	start := len(dst)
+	for k := range m {
+		dst = append(dst, k)
+	}
+	slices.Sort(dst[start:])
+	return dst
+}
+
 func encodeSnapshot(b []byte, st *state, gen uint64) []byte {
 	b = append(b[:0], snapshotMagic...)
 	b = append(b, formatVersion, 0, 0, 0)
 	b = binary.LittleEndian.AppendUint64(b, gen)
 	b = append(b, make([]byte, 16)...) // body length and checksum, below
-	names := make([]string, 0, len(st.groups))
-	for name := range st.groups {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := sortedKeys(st.groups)
 	b = binary.AppendUvarint(b, uint64(len(names)))
 	var topics []string
 	var parts []int32
 	for _, gname := range names {
 		g := st.groups[gname]
 		b = appendStr(b, gname)
-		topics = topics[:0]
-		for t := range g.topics {
-			topics = append(topics, t)
-		}
-		slices.Sort(topics)
+		topics = appendSortedKeys(topics[:0], g.topics)
 		b = binary.AppendUvarint(b, uint64(len(topics)))
 		for _, tname := range topics {
 			t := g.topics[tname]
 			b = appendStr(b, tname)
-			parts = parts[:0]
-			for p := range t.parts {
-				parts = append(parts, p)
-			}
-			slices.Sort(parts)
+			parts = appendSortedKeys(parts[:0], t.parts)
 			b = binary.AppendUvarint(b, uint64(len(parts)))
 			for _, p := range parts {
 				pos := t.parts[p]
@@ -422,17 +435,15 @@ func decodeSnapshot(data []byte) (st *state, gen uint64, pos int64, reason strin
 	st = newState(ng)
 	var prevGroup []byte
 	for range ng {
-		gname := d.name()
-		nt := d.count(minSnapTopic)
-		if d.err != "" {
+		gname, nt, ok := d.head(minSnapTopic)
+		if !ok {
 			break
 		}
 		if nt == 0 {
 			d.fail("group with no topics")
 			break
 		}
-		if prevGroup != nil && bytes.Compare(prevGroup, gname) >= 0 {
-			d.fail("group names out of order")
+		if !d.after(prevGroup, gname, "group names out of order") {
 			break
 		}
 		prevGroup = gname
@@ -440,13 +451,11 @@ func decodeSnapshot(data []byte) (st *state, gen uint64, pos int64, reason strin
 		st.groups[g.name] = g
 		var prevTopic []byte
 		for range nt {
-			tname := d.name()
-			np := d.count(minSnapPartition)
-			if d.err != "" {
+			tname, np, ok := d.head(minSnapPartition)
+			if !ok {
 				break
 			}
-			if prevTopic != nil && bytes.Compare(prevTopic, tname) >= 0 {
-				d.fail("topic names out of order")
+			if !d.after(prevTopic, tname, "topic names out of order") {
 				break
 			}
 			prevTopic = tname

@@ -271,43 +271,42 @@ func (s *Store) activateLocked(l *loaded, live []replayed, snapGen uint64, chang
 
 // syncFile fsyncs a file of the store.
 func (s *Store) syncFile(path string) error {
-	f, err := openNoFollow(s.fs, path, os.O_RDWR, s.opts.FileMode)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("offsets: fsync %s: %w", path, err)
-	}
-	return nil
+	return s.withFile(path, os.O_RDWR, "fsync", func(f vfs.File) error { return f.Sync() })
 }
 
 // cutJournal truncates (or creates) a journal to end bytes, rewriting its
 // header when end is inside it, and fsyncs it. Creating one needs a
 // directory fsync after it, which is the caller's.
 func (s *Store) cutJournal(path string, gen uint64, end int) error {
-	f, err := openNoFollow(s.fs, path, os.O_RDWR|os.O_CREATE, s.opts.FileMode)
-	if err != nil {
-		return err
-	}
 	if end < journalHeaderSize {
 		end = 0
 	}
-	err = f.Truncate(int64(end))
-	if err == nil && end == 0 {
-		_, err = f.Write(appendJournalHeader(nil, gen))
+	return s.withFile(path, os.O_RDWR|os.O_CREATE, "repair journal", func(f vfs.File) error {
+		err := f.Truncate(int64(end))
+		if err == nil && end == 0 {
+			_, err = f.Write(appendJournalHeader(nil, gen))
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		return err
+	})
+}
+
+// withFile opens the file at path with flag (an error opening it is
+// returned as it is), runs do on it and closes it; an error of do or
+// Close is returned as "offsets: <what> <path>: <error>".
+func (s *Store) withFile(path string, flag int, what string, do func(f vfs.File) error) error {
+	f, err := openNoFollow(s.fs, path, flag, s.opts.FileMode)
+	if err != nil {
+		return err
 	}
-	if err == nil {
-		err = f.Sync()
-	}
+	err = do(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("offsets: repair journal %s: %w", path, err)
+		return fmt.Errorf("offsets: %s %s: %w", what, path, err)
 	}
 	return nil
 }

@@ -37,9 +37,7 @@ type Stats struct {
 // Fetch returns survives a crash. Like every read, it first follows the
 // journal (see Refresh).
 func (s *Store) Fetch(group, topic string, partition int32) (Position, error) {
-	_ = s.refresh()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	if s.closed {
 		return Position{}, ErrClosed
 	}
@@ -58,29 +56,29 @@ func (p position) public(topic string, partition int32) Position {
 		Metadata: p.metadata, Time: time.Unix(0, p.time)}
 }
 
+// readLock follows the journal, as every read does first (a failure shows
+// in Stats.RefreshErr; the read answers from what was read before), then
+// read-locks the state and returns the unlock: defer s.readLock()().
+func (s *Store) readLock() (unlock func()) {
+	_ = s.refresh()
+	s.mu.RLock()
+	return s.mu.RUnlock
+}
+
 // Groups returns the groups of the durable state, sorted. It is nil after
 // Close.
 func (s *Store) Groups() []string {
-	_ = s.refresh()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	if s.closed {
 		return nil
 	}
-	out := make([]string, 0, len(s.st.groups))
-	for g := range s.st.groups {
-		out = append(out, g)
-	}
-	slices.Sort(out)
-	return out
+	return sortedKeys(s.st.groups)
 }
 
 // Positions returns the group's durable positions sorted by topic and
 // partition.
 func (s *Store) Positions(group string) []Position {
-	_ = s.refresh()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	g := s.st.groups[group]
 	if s.closed || g == nil {
 		return nil
@@ -99,19 +97,12 @@ func (s *Store) Positions(group string) []Position {
 
 // Readers returns the groups with durable interest in the topic, sorted.
 func (s *Store) Readers(topic string) []string {
-	_ = s.refresh()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	r := s.st.readers[topic]
 	if s.closed || len(r) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(r))
-	for g := range r {
-		out = append(out, g)
-	}
-	slices.Sort(out)
-	return out
+	return sortedKeys(r)
 }
 
 // MinCommitted is what the retention cleaner asks: the smallest committed
@@ -128,9 +119,7 @@ func (s *Store) Readers(topic string) []string {
 // below what MinCommitted said, and no segment the cleaner deleted on its
 // word was still needed.
 func (s *Store) MinCommitted(topic string, partition int32) (offset int64, ok bool) {
-	_ = s.refresh()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	r := s.st.readers[topic]
 	if s.closed || len(r) == 0 {
 		return 0, false

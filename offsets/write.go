@@ -101,18 +101,9 @@ func (s *Store) Commit(group, topic string, partition int32, offset int64, metad
 	if err := s.checkCommit(topic, partition, offset, metadata); err != nil {
 		return err
 	}
-	now := time.Now().UnixNano()
-	s.mu.Lock()
-	if err := s.writableLocked(); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	var start int
-	s.buf, start = appendCommitHead(s.buf, group, now, 1)
-	s.buf = appendEntry(s.buf, topic, partition, offset, metadata)
-	seq, flush, compact := s.appendedLocked(start)
-	s.mu.Unlock()
-	return s.appended(seq, flush, compact)
+	return s.writeCommits(group, 1, func(b []byte) []byte {
+		return appendEntry(b, topic, partition, offset, metadata)
+	})
 }
 
 // CommitBatch commits several positions of one group atomically: they are
@@ -136,6 +127,18 @@ func (s *Store) CommitBatch(group string, commits []Commit) error {
 			return invalidf("batch of more than %d bytes", MaxRecordBytes)
 		}
 	}
+	return s.writeCommits(group, len(commits), func(b []byte) []byte {
+		for _, c := range commits {
+			b = appendEntry(b, c.Topic, c.Partition, c.Offset, c.Metadata)
+		}
+		return b
+	})
+}
+
+// writeCommits appends a commit record of group's n positions, which
+// entries appends to the record, and waits for it as Commit says. A record
+// over MaxRecordBytes is dropped, and an error returned.
+func (s *Store) writeCommits(group string, n int, entries func(b []byte) []byte) error {
 	now := time.Now().UnixNano()
 	s.mu.Lock()
 	if err := s.writableLocked(); err != nil {
@@ -143,10 +146,8 @@ func (s *Store) CommitBatch(group string, commits []Commit) error {
 		return err
 	}
 	var start int
-	s.buf, start = appendCommitHead(s.buf, group, now, len(commits))
-	for _, c := range commits {
-		s.buf = appendEntry(s.buf, c.Topic, c.Partition, c.Offset, c.Metadata)
-	}
+	s.buf, start = appendCommitHead(s.buf, group, now, n)
+	s.buf = entries(s.buf)
 	if n := len(s.buf) - start - recordHeaderSize; n > MaxRecordBytes {
 		s.buf = s.buf[:start]
 		s.mu.Unlock()
@@ -163,8 +164,20 @@ func (s *Store) CommitBatch(group string, commits []Commit) error {
 // that only once it has followed the journal (a record of another Store may
 // undo what it shows) and when no record of this store is pending (one of
 // them may too); otherwise the record is appended anyway, which is
-// harmless: records set absolute values.
+// harmless: records set absolute values. It checks the names first: the
+// group's unless typ is recDeleteTopic, the topic's unless it is
+// recDeleteGroup.
 func (s *Store) writeGroupTopic(typ byte, group, topic string) error {
+	if typ != recDeleteTopic {
+		if err := s.checkName("group", group); err != nil {
+			return err
+		}
+	}
+	if typ != recDeleteGroup {
+		if err := s.checkName("topic", topic); err != nil {
+			return err
+		}
+	}
 	if err := s.refresh(); err != nil && !s.readOnly {
 		if ferr := s.failure(); ferr != nil {
 			return ferr
@@ -219,9 +232,6 @@ func (s *Store) syncedSeqLocked() uint64 {
 // of the group that follow the deletion in the journal (another Store's)
 // create it anew.
 func (s *Store) DeleteGroup(group string) error {
-	if err := s.checkName("group", group); err != nil {
-		return err
-	}
 	return s.writeGroupTopic(recDeleteGroup, group, "")
 }
 
@@ -237,9 +247,6 @@ func (s *Store) DeleteGroup(group string) error {
 // journal holding one as corrupt (until a compaction has folded it into
 // the snapshot, whose format has not changed).
 func (s *Store) DeleteTopic(topic string) error {
-	if err := s.checkName("topic", topic); err != nil {
-		return err
-	}
 	return s.writeGroupTopic(recDeleteTopic, "", topic)
 }
 
@@ -248,12 +255,6 @@ func (s *Store) DeleteTopic(topic string) error {
 // (MinCommitted is 0 where it has not committed) once the subscription is
 // durable. Durable and visible like a commit.
 func (s *Store) Subscribe(group, topic string) error {
-	if err := s.checkName("group", group); err != nil {
-		return err
-	}
-	if err := s.checkName("topic", topic); err != nil {
-		return err
-	}
 	return s.writeGroupTopic(recSubscribe, group, topic)
 }
 
@@ -261,11 +262,5 @@ func (s *Store) Subscribe(group, topic string) error {
 // there. Durable and visible like a commit: until then the group still
 // holds retention on the topic.
 func (s *Store) Unsubscribe(group, topic string) error {
-	if err := s.checkName("group", group); err != nil {
-		return err
-	}
-	if err := s.checkName("topic", topic); err != nil {
-		return err
-	}
 	return s.writeGroupTopic(recUnsubscribe, group, topic)
 }

@@ -36,31 +36,38 @@ func BenchmarkCommitDurable(b *testing.B) {
 		b.Run(fmt.Sprintf("committers=%d", committers), func(b *testing.B) {
 			s := openT(b, b.TempDir(), Options{})
 			defer s.Close()
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			per := (b.N + committers - 1) / committers
-			for c := range committers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					g := fmt.Sprintf("group-%d", c)
-					for i := range per {
-						if err := s.Commit(g, "orders", 0, int64(i), ""); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			el := time.Since(start)
-			b.StopTimer()
+			rate := commitConcurrently(b, []*Store{s}, committers)
 			st := s.Stats()
-			b.ReportMetric(float64(per*committers)/el.Seconds(), "commits/s")
+			b.ReportMetric(rate, "commits/s")
 			b.ReportMetric(float64(st.Records)/float64(max(st.Syncs, 1)), "commits/fsync")
 		})
 	}
+}
+
+// commitConcurrently runs the timed part of a concurrent commit benchmark:
+// committers goroutines, one group each, make b.N commits in all (rounded
+// up), committer c through stores[c%len(stores)]. It returns the commits
+// per second.
+func commitConcurrently(b *testing.B, stores []*Store, committers int) float64 {
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	per := (b.N + committers - 1) / committers
+	for c := range committers {
+		wg.Go(func() {
+			s, g := stores[c%len(stores)], fmt.Sprintf("group-%d", c)
+			for i := range per {
+				if err := s.Commit(g, "orders", 0, int64(i), ""); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.StopTimer()
+	return float64(per*committers) / el.Seconds()
 }
 
 // BenchmarkCommitStores: SyncAlways commits by 2 and by 16 committers (one
@@ -79,32 +86,13 @@ func BenchmarkCommitStores(b *testing.B) {
 					ss[i] = openT(b, dir, Options{})
 					defer ss[i].Close()
 				}
-				b.ResetTimer()
-				start := time.Now()
-				var wg sync.WaitGroup
-				per := (b.N + committers - 1) / committers
-				for c := range committers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						s, g := ss[c%stores], fmt.Sprintf("group-%d", c)
-						for i := range per {
-							if err := s.Commit(g, "orders", 0, int64(i), ""); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
-				el := time.Since(start)
-				b.StopTimer()
+				rate := commitConcurrently(b, ss, committers)
 				var records, syncs uint64
 				for _, s := range ss {
 					st := s.Stats()
 					records, syncs = records+st.Records, syncs+st.Syncs
 				}
-				b.ReportMetric(float64(per*committers)/el.Seconds(), "commits/s")
+				b.ReportMetric(rate, "commits/s")
 				b.ReportMetric(float64(records)/float64(max(syncs, 1)), "commits/fsync")
 			})
 		}

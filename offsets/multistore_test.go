@@ -56,9 +56,7 @@ func journalCommits(t *testing.T, path string) []journalCommit {
 // directory; each store reads the others' acknowledged commits at once,
 // and a reopen has them all.
 func TestStoresShareDirectory(t *testing.T) {
-	dir := t.TempDir()
-	a := openT(t, dir, Options{})
-	b := openT(t, dir, Options{})
+	dir, a, b := twoStores(t)
 	require.NoError(t, a.Commit("ga", "t", 0, 10, "a"))
 	require.NoError(t, b.Commit("gb", "t", 0, 20, "b"))
 	require.NoError(t, a.Commit("shared", "t", 0, 30, ""))
@@ -126,20 +124,12 @@ func TestSameKeyConcurrent(t *testing.T) {
 	opts := Options{CompactBytes: 1 << 30} // one journal: its order is the oracle
 	stores := []*Store{openT(t, dir, opts), openT(t, dir, opts)}
 	const goroutines, perG, keys = 4, 100, 3
-	var wg sync.WaitGroup
-	for si, s := range stores {
-		for g := range goroutines {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range perG {
-					off := int64(si*1_000_000 + g*1000 + i)
-					assert.NoError(t, s.Commit("g", "t", int32(i%keys), off, ""))
-				}
-			}()
+	inGoroutines(stores, goroutines, func(si int, s *Store, g int) {
+		for i := range perG {
+			off := int64(si*1_000_000 + g*1000 + i)
+			assert.NoError(t, s.Commit("g", "t", int32(i%keys), off, ""))
 		}
-	}
-	wg.Wait()
+	})
 	last := map[key]int64{}
 	for _, c := range journalCommits(t, filepath.Join(dir, journalName(1))) {
 		last[c.key] = c.offset
@@ -192,24 +182,16 @@ func TestStoresConcurrentWithCompactions(t *testing.T) {
 					}
 				}
 			}()
-			var wg sync.WaitGroup
-			for si, s := range stores {
-				for g := range goroutines {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						group := fmt.Sprintf("s%d-g%d", si, g)
-						for i := 1; i <= perG; i++ {
-							if i%7 == 0 {
-								assert.NoError(t, s.CommitBatch(group, []Commit{{"t", 0, int64(i), ""}, {"t", 1, int64(i), ""}}))
-							} else {
-								assert.NoError(t, s.Commit(group, "t", int32(i%2), int64(i), "m"))
-							}
-						}
-					}()
+			inGoroutines(stores, goroutines, func(si int, s *Store, g int) {
+				group := fmt.Sprintf("s%d-g%d", si, g)
+				for i := 1; i <= perG; i++ {
+					if i%7 == 0 {
+						assert.NoError(t, s.CommitBatch(group, []Commit{{"t", 0, int64(i), ""}, {"t", 1, int64(i), ""}}))
+					} else {
+						assert.NoError(t, s.Commit(group, "t", int32(i%2), int64(i), "m"))
+					}
 				}
-			}
-			wg.Wait()
+			})
 			for _, s := range stores {
 				require.NoError(t, s.Sync())
 			}
@@ -268,9 +250,7 @@ func TestTornAppendOfDeadStore(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			a := openT(t, dir, Options{})
-			b := openT(t, dir, Options{})
+			dir, a, b := twoStores(t)
 			require.NoError(t, a.Commit("a", "t", 0, 1, ""))
 			path := filepath.Join(dir, journalName(1))
 			before, err := os.Stat(path)
@@ -305,10 +285,7 @@ func TestTornAppendOfDeadStore(t *testing.T) {
 			assert.Equal(t, want, snapshotOf(b))
 			require.NoError(t, a.Close())
 			require.NoError(t, b.Close())
-			s := openT(t, dir, Options{})
-			assert.Equal(t, want, snapshotOf(s))
-			assert.Zero(t, s.Stats().DroppedBytes)
-			require.NoError(t, s.Close())
+			reopenHas(t, dir, want)
 		})
 	}
 }
@@ -414,9 +391,7 @@ func TestOpenCompactsOlderJournals(t *testing.T) {
 // precedes it in the journal, whichever store wrote it; a later commit on
 // the topic stands.
 func TestDeleteTopic(t *testing.T) {
-	dir := t.TempDir()
-	a := openT(t, dir, Options{})
-	b := openT(t, dir, Options{})
+	dir, a, b := twoStores(t)
 	require.NoError(t, a.Commit("only-t", "t", 0, 5, ""))
 	require.NoError(t, b.CommitBatch("both", []Commit{{"t", 0, 7, ""}, {"t", 1, 8, ""}, {"u", 0, 9, ""}}))
 	require.NoError(t, b.Subscribe("idle", "t"))
@@ -494,8 +469,5 @@ func TestFailedWriteBesideStore(t *testing.T) {
 	assert.ErrorIs(t, b.Refresh(), syscall.ENOSPC, "and follows no more")
 	require.NoError(t, a.Close())
 	assert.Error(t, b.Close())
-	s := openT(t, dir, Options{})
-	assert.Equal(t, want, snapshotOf(s))
-	assert.Zero(t, s.Stats().DroppedBytes)
-	require.NoError(t, s.Close())
+	reopenHas(t, dir, want)
 }

@@ -206,29 +206,15 @@ func TestSymlinksRefused(t *testing.T) {
 			} else {
 				require.NoError(t, os.Symlink(target, dir))
 			}
-			before := dirListing(t, target)
+			before := treeState(t, target)
 
 			_, err := Open(root+"/"+c.open, Options{})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrInvalid)
 			assert.Contains(t, err.Error(), "symbolic link")
-			assert.Equal(t, before, dirListing(t, target), "nothing is created or changed in the link's target")
+			assert.Equal(t, before, treeState(t, target), "nothing is created or changed in the link's target")
 		})
 	}
-}
-
-// dirListing maps the names in dir to their content.
-func dirListing(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	out := map[string]string{}
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		require.NoError(t, err)
-		out[e.Name()] = string(data)
-	}
-	return out
 }
 
 // TestOpenMakesReplayDurable: what Open replays may be in the page cache

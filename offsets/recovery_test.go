@@ -84,10 +84,7 @@ func TestTornTail(t *testing.T) {
 			require.NoError(t, s.Commit("g", "t", 9, 99, ""))
 			want[key{"g", "t", 9}] = val{99, ""}
 			require.NoError(t, s.Close())
-			s = openT(t, dir, Options{})
-			assert.Equal(t, want, snapshotOf(s))
-			assert.Zero(t, s.Stats().DroppedBytes)
-			require.NoError(t, s.Close())
+			reopenHas(t, dir, want)
 		})
 	}
 }
@@ -181,9 +178,7 @@ func TestClosed(t *testing.T) {
 // exclusively while its store was open: the two exclude each other, with
 // ErrLocked on this side. Reading needs no lock at all.
 func TestLocked(t *testing.T) {
-	dir := t.TempDir()
-	s1 := openT(t, dir, Options{})
-	s2 := openT(t, dir, Options{})
+	dir, s1, s2 := twoStores(t)
 	require.NoError(t, s1.Commit("g", "t", 0, 1, ""))
 	require.NoError(t, s2.Commit("h", "t", 0, 2, ""))
 

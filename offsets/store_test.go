@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,36 @@ type val struct {
 
 // snapshotOf is the whole visible state of s, for comparing with a model or
 // with the state after a reopen.
+// twoStores opens two stores on a new directory, as two processes would
+// share it.
+func twoStores(t *testing.T) (dir string, a, b *Store) {
+	t.Helper()
+	dir = t.TempDir()
+	return dir, openT(t, dir, Options{}), openT(t, dir, Options{})
+}
+
+// reopenHas checks that a store opened on dir reads want and drops
+// nothing, and closes it.
+func reopenHas(t *testing.T, dir string, want map[key]val) {
+	t.Helper()
+	s := openT(t, dir, Options{})
+	assert.Equal(t, want, snapshotOf(s))
+	assert.Zero(t, s.Stats().DroppedBytes)
+	require.NoError(t, s.Close())
+}
+
+// inGoroutines runs f(si, s, g) in goroutines g = 0, ..., n-1 for each of
+// the stores, and waits for them all.
+func inGoroutines(stores []*Store, n int, f func(si int, s *Store, g int)) {
+	var wg sync.WaitGroup
+	for si, s := range stores {
+		for g := range n {
+			wg.Go(func() { f(si, s, g) })
+		}
+	}
+	wg.Wait()
+}
+
 func snapshotOf(s *Store) map[key]val {
 	out := map[key]val{}
 	for _, g := range s.Groups() {

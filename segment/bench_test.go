@@ -96,20 +96,16 @@ func BenchmarkSegmentAppend(b *testing.B) {
 		}
 		defer f.Close()
 		b.SetBytes(int64(len(batch)))
-		i := 0
-		for b.Loop() {
-			if i++; i%restart == 0 {
-				if err := f.Truncate(0); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := f.Seek(0, 0); err != nil {
-					b.Fatal(err)
-				}
+		loopRestarting(b, restart, func() error {
+			if err := f.Truncate(0); err != nil {
+				return err
 			}
-			if _, err := f.Write(batch); err != nil {
-				b.Fatal(err)
-			}
-		}
+			_, err := f.Seek(0, 0)
+			return err
+		}, func() error {
+			_, err := f.Write(batch)
+			return err
+		})
 	})
 	b.Run("segment", func(b *testing.B) {
 		s, err := Create(b.TempDir(), 0, Options{})
@@ -118,18 +114,31 @@ func BenchmarkSegmentAppend(b *testing.B) {
 		}
 		defer s.Close()
 		b.SetBytes(int64(len(batch)))
-		i := 0
-		for b.Loop() {
-			if i++; i%restart == 0 {
-				if _, err := s.TruncateTo(0); err != nil {
-					b.Fatal(err)
-				}
-			}
+		loopRestarting(b, restart, func() error {
+			_, err := s.TruncateTo(0)
+			return err
+		}, func() error {
 			h.BaseOffset = s.NextOffset()
 			SetBaseOffset(batch, h.BaseOffset)
-			if _, err := s.Append(batch, h); err != nil {
+			_, err := s.Append(batch, h)
+			return err
+		})
+	})
+}
+
+// loopRestarting is the loop of a benchmark: step every time, and
+// startOver (an emptying) before every restart-th step. An error of either
+// fails the benchmark.
+func loopRestarting(b *testing.B, restart int, startOver, step func() error) {
+	i := 0
+	for b.Loop() {
+		if i++; i%restart == 0 {
+			if err := startOver(); err != nil {
 				b.Fatal(err)
 			}
 		}
-	})
+		if err := step(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

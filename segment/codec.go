@@ -109,27 +109,27 @@ func compress(c Codec, dst, src []byte) ([]byte, error) {
 		gzipWriters.Put(w)
 		return buf.Bytes(), err
 	case CodecSnappy:
-		n := snappy.MaxEncodedLen(len(src))
-		if n < 0 {
-			return dst, fmt.Errorf("%w: %d bytes too large for snappy", ErrInvalid, len(src))
-		}
-		start := len(dst)
-		dst = grow(dst, n)
-		out := snappy.Encode(dst[start:], src)
-		return dst[:start+len(out)], nil
+		return encodeBlock(dst, src, "snappy", snappy.MaxEncodedLen, snappy.Encode)
 	case CodecS2:
-		n := s2.MaxEncodedLen(len(src))
-		if n < 0 {
-			return dst, fmt.Errorf("%w: %d bytes too large for s2", ErrInvalid, len(src))
-		}
-		start := len(dst)
-		dst = grow(dst, n)
-		out := s2.Encode(dst[start:], src)
-		return dst[:start+len(out)], nil
+		return encodeBlock(dst, src, "s2", s2.MaxEncodedLen, s2.Encode)
 	case CodecZstd:
 		return zstdEncoder().EncodeAll(src, dst), nil
 	}
 	return dst, fmt.Errorf("%w: unknown codec %d", ErrInvalid, c)
+}
+
+// encodeBlock appends src in a block format (snappy's or s2's, named name)
+// to dst: encode writes at most maxLen(len(src)) bytes, or maxLen is
+// negative when src is too large for the format.
+func encodeBlock(dst, src []byte, name string, maxLen func(int) int, encode func(dst, src []byte) []byte) ([]byte, error) {
+	n := maxLen(len(src))
+	if n < 0 {
+		return dst, fmt.Errorf("%w: %d bytes too large for %s", ErrInvalid, len(src), name)
+	}
+	start := len(dst)
+	dst = grow(dst, n)
+	out := encode(dst[start:], src)
+	return dst[:start+len(out)], nil
 }
 
 // decompress appends the decompressed form of src to dst[:0], refusing to

@@ -47,8 +47,7 @@ func TestCloseSyncsActiveIndexes(t *testing.T) {
 
 func TestMissingSealedIndexRebuilt(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Create(dir, 0, testOpts())
-	require.NoError(t, err)
+	s := createT(t, dir, 0)
 	want := appendN(t, s, 40, 5, 200)
 	next := s.NextOffset()
 	require.NoError(t, s.Seal())

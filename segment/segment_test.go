@@ -61,8 +61,7 @@ func readAllBatches(t testing.TB, s *Segment) [][]byte {
 
 func TestAppendFindRead(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Create(dir, 100, testOpts())
-	require.NoError(t, err)
+	s := createT(t, dir, 100)
 	defer s.Close()
 	batches := appendN(t, s, 50, 3, 100)
 	assert.Equal(t, int64(250), s.NextOffset())
@@ -76,7 +75,7 @@ func TestAppendFindRead(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, batches[(off-100)/3], b)
 	}
-	_, _, err = s.Find(250)
+	_, _, err := s.Find(250)
 	assert.ErrorIs(t, err, io.EOF)
 
 	_, err = s.Append(batches[0], Header{BaseOffset: 7})
@@ -85,8 +84,7 @@ func TestAppendFindRead(t *testing.T) {
 
 func TestFindTime(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Create(dir, 0, testOpts())
-	require.NoError(t, err)
+	s := createT(t, dir, 0)
 	defer s.Close()
 	appendN(t, s, 40, 2, 200) // record o has timestamp 1000+o
 	for _, ts := range []int64{0, 1000, 1001, 1033, 1079} {
@@ -95,17 +93,16 @@ func TestFindTime(t *testing.T) {
 		assert.GreaterOrEqual(t, h.MaxTimestamp, ts)
 		assert.True(t, h.BaseOffset == 0 || h.BaseTimestamp-1 < ts, "no earlier batch qualifies: ts %d got batch %d", ts, h.BaseOffset)
 	}
-	_, _, err = s.FindTime(1080)
+	_, _, err := s.FindTime(1080)
 	assert.ErrorIs(t, err, io.EOF)
 }
 
 func TestSealReopenSealed(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Create(dir, 0, testOpts())
-	require.NoError(t, err)
+	s := createT(t, dir, 0)
 	batches := appendN(t, s, 30, 4, 100)
 	require.NoError(t, s.Seal())
-	_, err = s.Append(batches[0], Header{BaseOffset: s.NextOffset()})
+	_, err := s.Append(batches[0], Header{BaseOffset: s.NextOffset()})
 	assert.ErrorIs(t, err, ErrSealed)
 	require.NoError(t, s.Close())
 
@@ -125,11 +122,10 @@ func TestSealReopenSealed(t *testing.T) {
 
 func TestOpenActiveAfterClose(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Create(dir, 0, testOpts())
-	require.NoError(t, err)
+	s := createT(t, dir, 0)
 	batches := appendN(t, s, 30, 2, 300)
 	require.NoError(t, s.Close())
-	s, err = OpenActive(dir, 0, testOpts())
+	s, err := OpenActive(dir, 0, testOpts())
 	require.NoError(t, err)
 	defer s.Close()
 	assert.Equal(t, int64(60), s.NextOffset())
@@ -141,8 +137,7 @@ func TestOpenActiveAfterClose(t *testing.T) {
 // for the file cut at every byte of its last batch and for garbage appended.
 func TestRecoverCutAndGarbage(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Create(dir, 0, testOpts())
-	require.NoError(t, err)
+	s := createT(t, dir, 0)
 	batches := appendN(t, s, 20, 3, 100)
 	require.NoError(t, s.Close())
 	logPath := filepath.Join(dir, FileName(0, LogSuffix))
@@ -197,8 +192,7 @@ func TestRecoverCutAndGarbage(t *testing.T) {
 // entries.
 func TestSealedIndexRebuilt(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Create(dir, 0, testOpts())
-	require.NoError(t, err)
+	s := createT(t, dir, 0)
 	batches := appendN(t, s, 40, 2, 200)
 	require.NoError(t, s.Seal())
 	require.NoError(t, s.Close())
@@ -228,8 +222,7 @@ func TestSealedIndexRebuilt(t *testing.T) {
 
 func TestTruncateTo(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Create(dir, 10, testOpts())
-	require.NoError(t, err)
+	s := createT(t, dir, 10)
 	defer s.Close()
 	batches := appendN(t, s, 30, 5, 100)
 	next, err := s.TruncateTo(62) // inside the batch 60..64
@@ -248,11 +241,10 @@ func TestTruncateTo(t *testing.T) {
 
 func TestDeleteWhileReading(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Create(dir, 0, testOpts())
-	require.NoError(t, err)
+	s := createT(t, dir, 0)
 	appendN(t, s, 5, 1, 10)
 	require.NoError(t, s.Delete())
-	_, _, err = s.Find(0)
+	_, _, err := s.Find(0)
 	assert.ErrorIs(t, err, ErrDeleted)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)

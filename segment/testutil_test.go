@@ -2,9 +2,19 @@ package segment
 
 import (
 	"encoding/binary"
+	"testing"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/stretchr/testify/require"
 )
+
+// createT creates the segment at baseOffset in dir, with testOpts.
+func createT(t testing.TB, dir string, baseOffset int64) *Segment {
+	t.Helper()
+	s, err := Create(dir, baseOffset, testOpts())
+	require.NoError(t, err)
+	return s
+}
 
 // fixLengthAndChecksum rewrites the length and checksum of a hand-built batch.
 func fixLengthAndChecksum(b []byte) {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/seglog/seglog/internal/vfs"
 )
 
 // The baselines are what a plain file does with the same work, in the
@@ -99,32 +101,22 @@ func plainRead(ctx context.Context, path string, chunk int) (Baseline, error) {
 	return b, nil
 }
 
-// plainRandomRead preads size bytes at count random size-aligned
-// positions of the file at path, timing each.
-func plainRandomRead(ctx context.Context, path string, size, count int) (Baseline, error) {
-	b := Baseline{Name: fmt.Sprintf("plain pread of %s at random aligned positions", formatBytes(int64(size)))}
+// plainPreads preads size bytes at each of positions of the file at path,
+// in order, timing each. It compares by operations per second.
+func plainPreads(ctx context.Context, path string, size int, positions []int64) (Baseline, error) {
+	b := Baseline{Name: fmt.Sprintf("plain pread of %s", formatBytes(int64(size)))}
 	f, err := os.Open(path)
 	if err != nil {
 		return b, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return b, err
-	}
-	slots := fi.Size() / int64(size)
-	if slots == 0 {
-		return b, fmt.Errorf("bench: %s is smaller than one read", path)
-	}
-	r := rand.New(rand.NewPCG(2, 3))
 	buf := make([]byte, size)
 	h := NewHistogram()
 	start := time.Now()
-	for i := 0; i < count; i++ {
+	for i, pos := range positions {
 		if i&1023 == 0 && ctx.Err() != nil {
 			return b, ctx.Err()
 		}
-		pos := r.Int64N(slots) * int64(size)
 		t := time.Now()
 		if _, err := f.ReadAt(buf, pos); err != nil {
 			return b, err
@@ -132,7 +124,7 @@ func plainRandomRead(ctx context.Context, path string, size, count int) (Baselin
 		h.Record(time.Since(t))
 	}
 	b.Elapsed = time.Since(start)
-	b.Ops = int64(count)
+	b.Ops = int64(len(positions))
 	b.Latency = h.Latency()
 	b.finish()
 	b.MBPerSec = 0 // compared by operations per second
@@ -142,29 +134,57 @@ func plainRandomRead(ctx context.Context, path string, size, count int) (Baselin
 // plainFsyncLoop appends chunk bytes and fsyncs, one goroutine, for d:
 // the fsync-bound rate of this disk.
 func plainFsyncLoop(ctx context.Context, dir string, chunk int, d time.Duration) (Baseline, error) {
-	b := Baseline{Name: fmt.Sprintf("plain write of %s + fsync, 1 goroutine", formatBytes(int64(chunk)))}
+	buf := make([]byte, chunk)
+	fillRandom(buf, 4)
+	return syncLoop{data: buf}.run(ctx, dir, d)
+}
+
+// syncLoop appends data to a new plain file and syncs it after every
+// write, from one goroutine: the sync-bound rate of this disk. Ops counts
+// the syncs; the latency is of the write and the sync together, or of the
+// sync alone with timeSync.
+type syncLoop struct {
+	data     []byte // written before each sync
+	datasync bool   // fdatasync (vfs File.Datasync, as a segment syncs) instead of fsync
+	timeSync bool   // time the sync alone
+}
+
+func (s syncLoop) run(ctx context.Context, dir string, d time.Duration) (Baseline, error) {
+	call := "fsync"
+	if s.datasync {
+		call = "fdatasync"
+	}
+	b := Baseline{Name: fmt.Sprintf("plain write of %s + %s, 1 goroutine", formatBytes(int64(len(s.data))), call)}
+	if s.timeSync {
+		b.Name += ", latency of the " + call
+	}
 	path := filepath.Join(dir, fmt.Sprintf("baseline-fsync-%d.dat", time.Now().UnixNano()))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
+	f, err := vfs.Default.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {
 		return b, err
 	}
 	defer os.Remove(path)
 	defer f.Close()
-	buf := make([]byte, chunk)
-	fillRandom(buf, 4)
+	sync := f.Sync
+	if s.datasync {
+		sync = f.Datasync
+	}
 	h := NewHistogram()
 	start := time.Now()
 	for time.Since(start) < d && ctx.Err() == nil {
 		t := time.Now()
-		if _, err := f.Write(buf); err != nil {
+		if _, err := f.Write(s.data); err != nil {
 			return b, err
 		}
-		if err := f.Sync(); err != nil {
+		if s.timeSync {
+			t = time.Now()
+		}
+		if err := sync(); err != nil {
 			return b, err
 		}
 		h.Record(time.Since(t))
 		b.Ops++
-		b.Bytes += int64(chunk)
+		b.Bytes += int64(len(s.data))
 	}
 	b.Elapsed = time.Since(start)
 	b.Latency = h.Latency()

@@ -145,6 +145,20 @@ func TestSuiteSelection(t *testing.T) {
 	require.Len(t, some, 2)
 	assert.Equal(t, "end-to-end", some[0].Name())
 	assert.Equal(t, "durable", some[1].Name())
+	some, err = Suite(Config{Workloads: []string{"durable-sync", "point-read"}})
+	require.NoError(t, err)
+	require.Len(t, some, 2)
+	assert.Equal(t, "point-read", some[0].Name(), "in the order of Groups")
+	assert.Equal(t, "durable-sync", some[1].Name())
+	for _, full := range []bool{false, true} {
+		names := map[string]bool{}
+		ws, err := Suite(Config{Full: full})
+		require.NoError(t, err)
+		for _, w := range ws {
+			names[w.Name()] = true
+		}
+		assert.True(t, names["durable-sync"] && names["point-read"], "full=%v", full)
+	}
 	_, err = Suite(Config{Workloads: []string{"nope"}})
 	assert.ErrorContains(t, err, "unknown workload")
 	c := Config{Full: true}.WithDefaults()
@@ -213,6 +227,78 @@ func TestWorkloadsSmall(t *testing.T) {
 				assert.False(t, strings.Contains(r.Name, " "), r.Name)
 			}
 		})
+	}
+}
+
+// TestDurableSyncAndPointRead runs small durable-sync and point-read
+// workloads, checks their figures, their targets and that the table
+// report stays within 100 columns.
+func TestDurableSyncAndPointRead(t *testing.T) {
+	env := NewEnv(t.TempDir())
+	ctx := context.Background()
+	rs, err := DurableSync{RecordSize: 1024, BatchSize: 10, Duration: 100 * time.Millisecond}.Run(ctx, env)
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	ds := rs[0]
+	assert.Equal(t, "durable-sync", ds.Name)
+	syncs := int64(ds.Metrics["syncs"])
+	require.Greater(t, syncs, int64(0))
+	assert.Equal(t, syncs*10, ds.Records, "10 records per Sync")
+	assert.Equal(t, ds.Records*1024, ds.Bytes)
+	assert.GreaterOrEqual(t, ds.Metrics["fsyncs_per_sync"], 1.0, "a Sync after an append fsyncs")
+	assert.GreaterOrEqual(t, ds.Metrics["fs_syncs_per_sync"], ds.Metrics["fsyncs_per_sync"], "the file system sees every segment fsync")
+	assert.Greater(t, ds.Metrics["syncs_per_sec"], 0.0)
+	require.NotNil(t, ds.Latency)
+	assert.Equal(t, syncs, ds.Latency.Count, "one latency per Sync")
+	assert.Greater(t, ds.Latency.P50, time.Duration(0))
+	require.NotNil(t, ds.Baseline)
+	assert.Greater(t, ds.Baseline.Ops, int64(0))
+	assert.Greater(t, ds.Baseline.Ratio, 0.0)
+	require.NotNil(t, ds.Baseline.Latency)
+	assert.Contains(t, ds.Baseline.Name, "fdatasync")
+
+	rs, err = RandomRead{RecordSize: 1024, BatchSize: 100, Size: 2 << 20, Reads: 3000, Point: true}.Run(ctx, env)
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	pr := rs[0]
+	assert.Equal(t, "point-read", pr.Name)
+	assert.EqualValues(t, 3000, pr.Records)
+	assert.Greater(t, pr.RecordsPerSec, 0.0)
+	require.NotNil(t, pr.Latency)
+	assert.EqualValues(t, 3000, pr.Latency.Count)
+	assert.Greater(t, pr.Latency.P50, time.Duration(0))
+	assert.GreaterOrEqual(t, pr.Latency.Max, pr.Latency.P99)
+	assert.Greater(t, pr.PeakRSS, int64(0))
+	assert.Greater(t, pr.Metrics["rss_before_bytes"], 0.0, "RSS is reported")
+	for _, k := range []string{"rss_growth_bytes", "rss_growth_anon_bytes", "rss_growth_file_bytes", "baseline_rss_growth_bytes"} {
+		assert.Contains(t, pr.Metrics, k)
+	}
+	assert.LessOrEqual(t, pr.Metrics["rss_growth_file_bytes"], float64(4<<20), "at most the log and its indexes are mapped in")
+	require.NotNil(t, pr.Baseline)
+	assert.EqualValues(t, 3000, pr.Baseline.Ops)
+	assert.Greater(t, pr.Baseline.Ratio, 0.0)
+	require.NotNil(t, pr.Baseline.Latency)
+
+	rep := &Report{Host: Host{GOOS: "linux", GOARCH: "amd64", CPUs: 2}, Config: Config{}.WithDefaults(), Results: []Result{ds, pr}}
+	addTargets(rep, rep.Config)
+	targets := map[string]Target{}
+	for _, tg := range rep.Targets() {
+		targets[tg.Name] = tg
+	}
+	require.Len(t, targets, 4)
+	assert.Contains(t, targets, "Log.Sync after each 1KiB x10 batch: one fdatasync per Sync")
+	assert.Contains(t, targets, "point read (ReadRecord) of one 1KiB record: p50 < 2µs")
+	assert.Contains(t, targets, "point read (ReadRecord) of one 1KiB record: p99 < 5µs")
+	rss, ok := targets["point-read: RSS growth <= 64 MiB (3000 reads of a 1.95MiB log)"]
+	require.True(t, ok, "%v", targets)
+	assert.True(t, rss.Met, "2 MiB cannot grow the RSS by 64 MiB: %+v", rss)
+	var buf bytes.Buffer
+	require.NoError(t, rep.WriteTable(&buf))
+	for _, line := range strings.Split(buf.String(), "\n") {
+		assert.LessOrEqual(t, len([]rune(line)), reportWidth, line)
+	}
+	for _, want := range []string{"durable-sync: record=1KiB", "point-read: record=1KiB", "+ fdatasync", "segment fsyncs per Sync", "RSS growth from"} {
+		assert.Contains(t, buf.String(), want)
 	}
 }
 

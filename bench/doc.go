@@ -17,8 +17,14 @@
 //   - EndToEnd: producers and tailing consumers at once; the latency is
 //     from the moment a batch was due to be appended (at the offered rate)
 //     to the moment its consumer holds it.
-//   - RandomRead: single records by random offset.
+//   - RandomRead: single records by random offset, with ReadInto and a
+//     decode (random-read, one record per batch) or with Log.ReadRecord,
+//     the point read (point-read, 100-record batches); both with the
+//     process's RSS growth from before Open to after the reads.
 //   - Durable: sync-on-every-append from 1 and N goroutines (group commit).
+//   - DurableSync: appends without a sync policy and an explicit Log.Sync
+//     after every batch of 10 records, as a broker acknowledging each
+//     request; the latency of one Sync and the fsyncs each Sync costs.
 //   - Recovery: Open after a clean Close (1, 100, 1000 segments) and after
 //     a crash (a copy of the files taken before Close, fully rescanned).
 //   - Offsets: consumer-offset commits, durable and not.
@@ -38,19 +44,22 @@
 // Every throughput that has a plain-file equivalent is shown beside a
 // baseline measured in the same run, in the same directory: a sequential
 // write of the same bytes with the same write size (and an fsync where the
-// workload fsyncs), a sequential read, random preads, or write+fsync in a
-// loop. "vs base" is the workload's throughput over the baseline's, so a
+// workload fsyncs), a sequential read, random preads, or write+fsync (or
+// fdatasync) in a loop. "vs base" is the workload's throughput over the baseline's, so a
 // figure means the same on a laptop and on a server: 100% is as fast as
 // the disk and page cache allow with plain files. The write and read
 // baselines are measured twice and the faster counts. On a shared machine
 // (other processes, two cores) absolute figures move between runs;
 // compare within one run.
 //
-// Reads come from the page cache (the data was just written), so consume
-// and random-read measure the engine's read path, not the disk. Peak RSS is
-// the process's high-water mark while the workload ran (VmHWM, reset
-// before each workload through /proc/self/clear_refs; getrusage's maxrss
-// elsewhere, which is the peak of the whole process).
+// Reads come from the page cache (the data was just written), so consume,
+// random-read and point-read measure the engine's read path, not the disk.
+// Peak RSS is the process's high-water mark while the workload ran (VmHWM,
+// reset before each workload through /proc/self/clear_refs; getrusage's
+// maxrss elsewhere, which is the peak of the whole process). A random
+// read's RSS growth is VmRSS after the reads minus VmRSS before Open, with its
+// file-backed part (pages of mapped segment files) apart from the
+// anonymous one.
 //
 // The report ends with the targets, where the suite measures them: figures
 // the engine is designed to reach on a typical server (appending 1 KiB

@@ -38,6 +38,13 @@ func NewEnv(dir string) *Env {
 	return &Env{Dir: dir, datasets: map[dataSpec]string{}}
 }
 
+// orDefault sets *p to v when it is zero or negative: an unset size.
+func orDefault[T int | int64 | time.Duration](p *T, v T) {
+	if *p <= 0 {
+		*p = v
+	}
+}
+
 // workDir returns a fresh, empty subdirectory of the Env for name.
 func (e *Env) workDir(name string) (string, error) {
 	dir := filepath.Join(e.Dir, name)

@@ -43,6 +43,14 @@ func formatBytes(n int64) string {
 	return ""
 }
 
+// formatGrowth prints a byte difference with its sign: +2.5MiB, -12KiB.
+func formatGrowth(n int64) string {
+	if n < 0 {
+		return "-" + formatBytes(-n)
+	}
+	return "+" + formatBytes(n)
+}
+
 // formatRate prints a rate with an SI suffix: 1.23M, 456k, 12.3.
 func formatRate(v float64) string {
 	switch {

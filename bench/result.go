@@ -17,7 +17,7 @@ type Param struct {
 // are overhead that the engine pays out of the same time.
 type Result struct {
 	Name     string  `json:"name"`     // unique in a report, e.g. "produce-1k"
-	Workload string  `json:"workload"` // produce, consume, end-to-end, random-read, durable, recovery, offsets
+	Workload string  `json:"workload"` // produce, consume, end-to-end, random-read, point-read, durable, durable-sync, recovery, offsets
 	Params   []Param `json:"params,omitempty"`
 
 	Records       int64         `json:"records"`       // records (or operations) done

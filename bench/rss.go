@@ -64,3 +64,32 @@ func statusField(status []byte, name string) (int64, bool) {
 	}
 	return 0, false
 }
+
+// rssSample is the process's resident set size now, from /proc/self/status
+// (zero where there is none): in all (VmRSS), and its anonymous (heap,
+// stacks) and file-backed (pages of mapped files, such as a segment's
+// .log) parts. File-backed pages are the page cache's, shared and
+// reclaimable, but they count in the process's RSS as long as it maps
+// them.
+type rssSample struct {
+	Total, Anon, File int64
+}
+
+// currentRSS returns freed heap to the OS, then samples the RSS.
+func currentRSS() rssSample {
+	debug.FreeOSMemory()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return rssSample{}
+	}
+	var s rssSample
+	s.Total, _ = statusField(b, "VmRSS:")
+	s.Anon, _ = statusField(b, "RssAnon:")
+	s.File, _ = statusField(b, "RssFile:")
+	return s
+}
+
+// sub returns s minus o, field by field: the growth from o to s.
+func (s rssSample) sub(o rssSample) rssSample {
+	return rssSample{Total: s.Total - o.Total, Anon: s.Anon - o.Anon, File: s.File - o.File}
+}

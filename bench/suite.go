@@ -25,11 +25,11 @@ type Config struct {
 	// Size is the payload of each produce workload and what consume reads
 	// (256 MiB; 2 GiB with Full).
 	Size int64 `json:"size"`
-	// LogSize is the log of random-read and recovery (64 MiB; 512 MiB
-	// with Full).
+	// LogSize is the log of random-read, point-read and recovery (64 MiB;
+	// 512 MiB with Full).
 	LogSize int64 `json:"log_size"`
-	// Duration is the length of each durable, offsets and end-to-end
-	// variant (2s; 5s with Full).
+	// Duration is the length of each durable, durable-sync, offsets and
+	// end-to-end variant (2s; 5s with Full).
 	Duration time.Duration `json:"duration_ns"`
 	// Producers is N of the durable group-commit variant and the
 	// concurrent offsets committers (8).
@@ -42,7 +42,7 @@ type Config struct {
 }
 
 // Groups lists the workload groups a suite can run, in order.
-var Groups = []string{"produce", "consume", "end-to-end", "random-read", "durable", "recovery", "offsets"}
+var Groups = []string{"produce", "consume", "end-to-end", "random-read", "point-read", "durable", "durable-sync", "recovery", "offsets"}
 
 // Default sizes.
 const (
@@ -122,7 +122,9 @@ func Suite(c Config) ([]Workload, error) {
 		{"consume", Consume{Label: "consume-1k-4p-2c", RecordSize: 1024, BatchSize: 100, Partitions: 4, Consumers: 2, Records: k1}},
 		{"end-to-end", EndToEnd{Label: "end-to-end", RecordSize: 1024, BatchSize: 100, Rate: e2eRate, Records: int64(float64(e2eRate) * c.Duration.Seconds())}},
 		{"random-read", RandomRead{Label: "random-read", RecordSize: 1024, Size: c.LogSize}},
+		{"point-read", RandomRead{Label: "point-read", RecordSize: 1024, BatchSize: 100, Size: c.LogSize, Reads: 100_000, Point: true}},
 		{"durable", Durable{RecordSize: 1024, BatchSize: 10, Producers: []int{1, c.Producers}, Duration: c.Duration}},
+		{"durable-sync", DurableSync{RecordSize: 1024, BatchSize: 10, Duration: c.Duration}},
 		{"recovery", Recovery{Size: c.LogSize, Segments: segCounts}},
 		{"offsets", Offsets{Label: "offsets-1c-always", Committers: 1, Sync: offsets.SyncAlways, Duration: c.Duration / 2}},
 		{"offsets", Offsets{Label: fmt.Sprintf("offsets-%dc-always", c.Producers), Committers: c.Producers, Sync: offsets.SyncAlways, Duration: c.Duration / 2}},
@@ -243,6 +245,24 @@ func addTargets(rep *Report, c Config) {
 	if r := find("random-read"); r != nil && r.Latency != nil {
 		r.target("random read of one 1KiB record: p50 < 1µs", formatDuration(r.Latency.P50), r.Latency.P50 < time.Microsecond)
 		r.target("random read of one 1KiB record: p99 < 2µs", formatDuration(r.Latency.P99), r.Latency.P99 < 2*time.Microsecond)
+	}
+	if r := find("point-read"); r != nil && r.Latency != nil {
+		r.target("point read (ReadRecord) of one 1KiB record: p50 < 2µs", formatDuration(r.Latency.P50), r.Latency.P50 < 2*time.Microsecond)
+		r.target("point read (ReadRecord) of one 1KiB record: p99 < 5µs", formatDuration(r.Latency.P99), r.Latency.P99 < 5*time.Microsecond)
+	}
+	for _, name := range []string{"random-read", "point-read"} {
+		if r := find(name); r != nil {
+			g, ok := r.Metrics["rss_growth_bytes"]
+			measured := "not measured"
+			if ok {
+				measured = formatGrowth(int64(g))
+			}
+			r.target(fmt.Sprintf("%s: RSS growth <= 64 MiB (%s reads of a %s log)", name, paramValue(r, "reads"), paramValue(r, "log")), measured, ok && g <= 64<<20)
+		}
+	}
+	if r := find("durable-sync"); r != nil {
+		f, calls := r.Metrics["fsyncs_per_sync"], r.Metrics["fs_syncs_per_sync"]
+		r.target("Log.Sync after each 1KiB x10 batch: one fdatasync per Sync", fmt.Sprintf("%.2f segment fsyncs, %.2f sync calls in all", f, calls), f == 1 && calls == 1)
 	}
 	for i := range rep.Results {
 		r := &rep.Results[i]

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -60,10 +61,26 @@ const (
 	entryFixed = 3
 )
 
-// entrySize returns an upper bound of the encoded size of l.
+// entrySize returns the encoded size of l: what appendEntry appends.
 func entrySize(l *raft.Log) int {
-	return entryFixed + 3*binary.MaxVarintLen64 + 2*binary.MaxVarintLen32 + 2*binary.MaxVarintLen64 + len(l.Data) + len(l.Extensions)
+	n := entryFixed + uvarintLen(l.Index) + uvarintLen(l.Term)
+	if !l.AppendedAt.IsZero() {
+		n += varintLen(l.AppendedAt.Unix()) + uvarintLen(uint64(l.AppendedAt.Nanosecond()))
+	}
+	if l.Data != nil {
+		n += uvarintLen(uint64(len(l.Data))) + len(l.Data)
+	}
+	if l.Extensions != nil {
+		n += uvarintLen(uint64(len(l.Extensions))) + len(l.Extensions)
+	}
+	return n
 }
+
+// uvarintLen is the length of binary.AppendUvarint's encoding of v.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// varintLen is the length of binary.AppendVarint's encoding of v.
+func varintLen(v int64) int { return uvarintLen(uint64(v<<1) ^ uint64(v>>63)) }
 
 // appendEntry appends the encoding of l to dst.
 func appendEntry(dst []byte, l *raft.Log) []byte {

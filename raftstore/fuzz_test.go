@@ -37,8 +37,12 @@ func FuzzDecodeEntry(f *testing.F) {
 		if err != nil || idx != l.Index {
 			t.Fatalf("entryIndex %d, %v; decodeEntry %d", idx, err, l.Index)
 		}
+		enc := appendEntry(nil, &l)
+		if n := entrySize(&l); n != len(enc) {
+			t.Fatalf("entrySize %d, encoded %d bytes", n, len(enc))
+		}
 		var again raft.Log
-		if err := decodeEntry(appendEntry(nil, &l), &again); err != nil {
+		if err := decodeEntry(enc, &again); err != nil {
 			t.Fatalf("round trip: %v", err)
 		}
 		if again.Index != l.Index || again.Term != l.Term || again.Type != l.Type ||

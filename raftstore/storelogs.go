@@ -101,23 +101,20 @@ func (s *LogStore) placeLocked(first uint64) error {
 }
 
 // encodeEntries encodes every entry into one new buffer, which the cache
-// then keeps, and returns each entry's slice of it.
+// then keeps, and returns each entry's slice of it. entrySize sizes the
+// buffer exactly, so the only allocations are the buffer and the slice
+// of values.
 func encodeEntries(logs []*raft.Log) [][]byte {
 	size := 0
 	for _, l := range logs {
 		size += entrySize(l)
 	}
 	buf := make([]byte, 0, size)
-	ends := make([]int, len(logs))
-	for i, l := range logs {
-		buf = appendEntry(buf, l)
-		ends[i] = len(buf)
-	}
 	values := make([][]byte, len(logs))
-	prev := 0
-	for i, e := range ends {
-		values[i] = buf[prev:e:e]
-		prev = e
+	for i, l := range logs {
+		start := len(buf)
+		buf = appendEntry(buf, l)
+		values[i] = buf[start:len(buf):len(buf)]
 	}
 	return values
 }

@@ -251,6 +251,11 @@ type result struct {
 	deletions []Deletion
 	err       error
 	retry     bool // call DeleteSegmentsBefore again on the next run
+
+	// Between planning and deleting:
+	log    *storage.Log
+	plan   []Deletion
+	delete bool // plan is not empty, or the job is a retry
 }
 
 // RunOnce applies the policies once to every partition of every topic
@@ -275,7 +280,11 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Report, error) {
 	rep := Report{DryRun: c.opts.DryRun}
 
 	jobs := c.planJobs()
-	results := c.runJobs(ctx, jobs, now)
+	results := make([]result, len(jobs))
+	c.runJobs(ctx, len(jobs), func(i int) { results[i] = c.planPartition(jobs[i], now) })
+	if !c.opts.DryRun {
+		c.deletePlanned(ctx, jobs, results)
+	}
 	c.collect(&rep, jobs, results)
 	rep.Elapsed = time.Since(began)
 	c.recordRun(rep, now)
@@ -306,23 +315,22 @@ func (c *Cleaner) planJobs() []job {
 	return jobs
 }
 
-// runJobs cleans the jobs' partitions on Options.Workers goroutines, until
-// ctx or the cleaner is done; a job not started has a result with ran false.
-func (c *Cleaner) runJobs(ctx context.Context, jobs []job, now time.Time) []result {
+// runJobs calls fn(0..n-1) on Options.Workers goroutines, until ctx or the
+// cleaner is done; fn is not called for the rest.
+func (c *Cleaner) runJobs(ctx context.Context, n int, fn func(i int)) {
 	stopped := func() bool { return ctx.Err() != nil || c.ctx.Err() != nil }
-	results := make([]result, len(jobs))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < min(c.opts.Workers, len(jobs)); w++ {
+	for w := 0; w < min(c.opts.Workers, n); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				results[i] = c.cleanPartition(jobs[i], now)
+				fn(i)
 			}
 		}()
 	}
-	for i := range jobs {
+	for i := 0; i < n; i++ {
 		if stopped() {
 			break
 		}
@@ -330,7 +338,32 @@ func (c *Cleaner) runJobs(ctx context.Context, jobs []job, now time.Time) []resu
 	}
 	close(next)
 	wg.Wait()
-	return results
+}
+
+// deletePlanned has the store make every planned start offset durable in
+// one write (Store.AdvanceStartOffsets), then each log remove its files.
+// When that write fails (a full disk), each log makes its own start
+// offset durable, or deletes oldest first, as DeleteSegmentsBefore does
+// alone.
+func (c *Cleaner) deletePlanned(ctx context.Context, jobs []job, results []result) {
+	var targets []storage.PartitionOffset
+	var todo []int
+	for i, r := range results {
+		if !r.delete {
+			continue
+		}
+		todo = append(todo, i)
+		if len(r.plan) > 0 {
+			targets = append(targets, storage.PartitionOffset{Topic: jobs[i].topic, Partition: jobs[i].partition, Offset: r.plan[len(r.plan)-1].NextOffset})
+		}
+	}
+	if len(targets) > 0 {
+		_ = c.store.AdvanceStartOffsets(targets) // on failure, per partition below
+	}
+	c.runJobs(ctx, len(todo), func(k int) {
+		i := todo[k]
+		results[i] = c.deletePartition(jobs[i], results[i])
+	})
 }
 
 // collect adds the results to the report (deletions sorted) and notes the
@@ -373,28 +406,22 @@ func (c *Cleaner) recordRun(rep Report, now time.Time) {
 	c.stats.LastElapsed = rep.Elapsed
 }
 
-// cleanPartition plans one partition and, unless this is a dry run, has
-// its log delete the plan. A panic becomes the partition's failure.
-func (c *Cleaner) cleanPartition(j job, now time.Time) (r result) {
+// planPartition plans one partition: the dry run's result, or what
+// deletePartition then deletes. A panic becomes the partition's failure.
+func (c *Cleaner) planPartition(j job, now time.Time) (r result) {
 	r.ran = true
-	defer func() {
-		if v := recover(); v != nil {
-			r.err = fmt.Errorf("retention: %s: panic: %v", storage.PartitionDir(j.topic, j.partition), v)
-			r.retry = j.retry
-		}
-	}()
+	defer c.recoverPanic(j, &r)
 	fail := func(err error) result {
+		r.retry = j.retry
 		r.err = fmt.Errorf("retention: %s: %w", storage.PartitionDir(j.topic, j.partition), err)
 		return r
 	}
 	l, err := c.store.Log(j.topic, j.partition)
 	if err != nil {
-		r.retry = j.retry
 		return fail(err)
 	}
 	segs, err := l.Segments()
 	if err != nil {
-		r.retry = j.retry
 		return fail(err)
 	}
 	var minCommitted int64
@@ -410,24 +437,38 @@ func (c *Cleaner) cleanPartition(j job, now time.Time) (r result) {
 		r.deletions = plan
 		return r
 	}
-	if len(plan) == 0 && !j.retry {
-		return r
+	// retry stays set if ctx stops the run before the deletion.
+	r.log, r.plan, r.delete, r.retry = l, plan, len(plan) > 0 || j.retry, j.retry
+	return r
+}
+
+// deletePartition has the log delete a planned partition's segments.
+func (c *Cleaner) deletePartition(j job, r result) result {
+	defer c.recoverPanic(j, &r)
+	r.retry = false
+	target := r.log.StartOffset() // nothing new: only finish the last deletion
+	if len(r.plan) > 0 {
+		target = r.plan[len(r.plan)-1].NextOffset
 	}
-	target := l.StartOffset() // nothing new: only finish the last deletion
-	if len(plan) > 0 {
-		target = plan[len(plan)-1].NextOffset
-	}
-	res, err := l.DeleteSegmentsBefore(target)
+	res, err := r.log.DeleteSegmentsBefore(target)
 	// What the log no longer holds is deleted, even when removing its
 	// files failed (they go on the retry or at the next open).
-	for _, d := range plan {
+	for _, d := range r.plan {
 		if d.NextOffset <= res.StartOffset {
 			r.deletions = append(r.deletions, d)
 		}
 	}
 	if err != nil {
 		r.retry = true
-		return fail(err)
+		r.err = fmt.Errorf("retention: %s: %w", storage.PartitionDir(j.topic, j.partition), err)
 	}
 	return r
+}
+
+// recoverPanic turns a panic while cleaning a partition into its failure.
+func (c *Cleaner) recoverPanic(j job, r *result) {
+	if v := recover(); v != nil {
+		r.err = fmt.Errorf("retention: %s: panic: %v", storage.PartitionDir(j.topic, j.partition), v)
+		r.retry = r.retry || j.retry
+	}
 }

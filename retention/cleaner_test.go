@@ -4,9 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/storage"
 	"github.com/stretchr/testify/assert"
@@ -353,4 +355,52 @@ func TestTopicConfigRetention(t *testing.T) {
 	assert.Equal(t, int64(9), aged[0].StartOffset(), "the topic's retention.age")
 	assert.Equal(t, int64(0), pinned[0].StartOffset(), "Options.Topics wins")
 	assert.Equal(t, int64(0), plain[0].StartOffset(), "no policy: nothing deleted")
+}
+
+// syncDirCounter counts directory fsyncs.
+type syncDirCounter struct {
+	vfs.FS
+	n atomic.Int64
+}
+
+func (c *syncDirCounter) SyncDir(dir string) error {
+	c.n.Add(1)
+	return c.FS.SyncDir(dir)
+}
+
+// TestRunOnceOneDurableWrite: a run that deletes from many partitions
+// makes their new start offsets durable with one write for all of them
+// (one directory fsync: the store's start-offset checkpoint), not one per
+// partition, and the starts survive a reopen.
+func TestRunOnceOneDurableWrite(t *testing.T) {
+	root := t.TempDir()
+	fsys := &syncDirCounter{FS: vfs.Default}
+	opts := smallLog()
+	opts.FS = fsys
+	s, err := storage.OpenStore(root, storage.StoreOptions{Log: opts})
+	require.NoError(t, err)
+	const parts = 8
+	logs := makeTopic(t, s, "orders", parts, 4, 5, at(t0))
+	cons := newFakeConsumed()
+	for p := int32(0); p < parts; p++ {
+		cons.set("orders", p, 12) // [0,5) [5,10) consumed
+	}
+	c := newCleaner(t, s, cons, Options{Default: Policy{Consumed: true}})
+	before := fsys.n.Load()
+	rep := runOnce(t, c)
+	require.Empty(t, rep.Failures)
+	assert.Len(t, rep.Deletions, 2*parts)
+	assert.Equal(t, int64(1), fsys.n.Load()-before, "directory fsyncs in one run")
+	for _, l := range logs {
+		assert.Equal(t, int64(10), l.StartOffset())
+	}
+	require.NoError(t, s.Close())
+
+	s = openStore(t, root, storage.StoreOptions{Log: smallLog()})
+	for p := int32(0); p < parts; p++ {
+		l, err := s.Log("orders", p)
+		require.NoError(t, err)
+		assert.Equal(t, int64(10), l.StartOffset())
+		assert.Equal(t, int64(20), readAll(t, l, 10))
+	}
 }

@@ -33,8 +33,10 @@
 //
 // RunOnce walks every partition of every topic of the Store, a few
 // partitions at a time (Options.Workers). For each it lists the segments,
-// asks Consumed when the policy needs it, calls Plan, and then calls
-// DeleteSegmentsBefore with the NextOffset of the last segment planned. A
+// asks Consumed when the policy needs it and calls Plan; then the store
+// advances every planned partition's start offset in one durable write, and
+// each partition's DeleteSegmentsBefore, with the NextOffset of the last
+// segment planned, removes the files (see Cost). A
 // failure on one partition (a log that does not open, a listing that fails,
 // a start offset that cannot be written, a file that cannot be removed, even
 // a panic) is a Failure in the Report and a count in Stats; the other
@@ -49,9 +51,9 @@
 //
 // # Crashes
 //
-// The cleaner keeps no state on disk. DeleteSegmentsBefore first makes the
-// new start offset durable (log-start-offset, replaced atomically) and only
-// then removes files; storage.Open deletes segments wholly below the start
+// The cleaner keeps no state on disk. The new start offsets are durable
+// (the store's log-start-offset-checkpoint, or a partition's own
+// log-start-offset, replaced atomically) before any file is removed; storage.Open deletes segments wholly below the start
 // offset and orphaned index files. So a crash at any point leaves either
 // the old start offset with every file (the deletion did not happen and
 // the next run plans it again) or the new start offset, with the files below
@@ -64,10 +66,15 @@
 // # Cost
 //
 // Listing and planning are cheap (about 40 ms for 1,000 partitions of 20
-// segments once segment metadata is known). A run's time is the deletions:
-// each partition that loses segments costs one DeleteSegmentsBefore, which
-// fsyncs the start-offset checkpoint and the directory, whatever the number
-// of segments; hence one call per partition and a few partitions at once.
+// segments once segment metadata is known). A run plans every partition
+// first, then makes all the new start offsets durable with one write
+// (storage.Store.AdvanceStartOffsets: the store's start-offset checkpoint,
+// one fsync pair whatever the number of partitions), then has each log
+// remove its files (DeleteSegmentsBefore, a few partitions at once), with
+// no fsync: files a crash brings back lie below the durable start and the
+// next open removes them. When that one write fails (a full disk), each
+// partition makes its own start offset durable, as DeleteSegmentsBefore
+// does alone.
 // The first listing of a just-opened log reads every sealed segment's time
 // index (storage.Log.Segments reports MaxTimestamp). See
 // BenchmarkRunOnce1000x20.

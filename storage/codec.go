@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -375,4 +376,54 @@ func decodeTopicConfig(b []byte) (TopicConfig, error) {
 		return TopicConfig{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, topicConfigFile, err)
 	}
 	return c, nil
+}
+
+// The store's start-offset checkpoint (log-start-offset-checkpoint at its
+// root), framed as the other multi-line files:
+//
+//	seglog log-start-offset-checkpoint v1 <count>
+//	<topic> <partition> <start offset>   (one per partition, sorted)
+//	<xxhash64 of the lines above, 16 hex digits>
+func encodeStartOffsets(m map[string]int64) []byte {
+	names := slices.Sorted(maps.Keys(m))
+	lines := make([]string, 0, len(names)+1)
+	lines = append(lines, "seglog "+storeStartOffsetsFile+" v1 "+strconv.Itoa(len(names)))
+	for _, name := range names {
+		topic, p, _ := ParsePartitionDir(name)
+		lines = append(lines, topic+" "+strconv.Itoa(int(p))+" "+strconv.FormatInt(m[name], 10))
+	}
+	return encodeChecked(lines)
+}
+
+// decodeStartOffsets parses what encodeStartOffsets wrote, keyed by
+// partition directory name.
+func decodeStartOffsets(b []byte) (map[string]int64, error) {
+	counts, items, err := decodeChecked(storeStartOffsetsFile, b)
+	if err != nil {
+		return nil, err
+	}
+	bad := func(why string) (map[string]int64, error) {
+		return nil, fmt.Errorf("%w: %s: %s", ErrCorrupt, storeStartOffsetsFile, why)
+	}
+	if len(counts) != 1 || counts[0] != strconv.Itoa(len(items)) {
+		return bad("wrong count")
+	}
+	m := make(map[string]int64, len(items))
+	for _, line := range items {
+		f := strings.Fields(line)
+		if len(f) != 3 || ValidateTopic(f[0]) != nil {
+			return bad(fmt.Sprintf("bad line %q", line))
+		}
+		p, err1 := strconv.ParseInt(f[1], 10, 32)
+		off, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil || p < 0 || off < 0 || off > MaxOffset {
+			return bad(fmt.Sprintf("bad line %q", line))
+		}
+		name := PartitionDir(f[0], int32(p))
+		if _, dup := m[name]; dup {
+			return bad("partition listed twice: " + name)
+		}
+		m[name] = off
+	}
+	return m, nil
 }

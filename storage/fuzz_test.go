@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"maps"
 	"testing"
 	"time"
 )
@@ -102,6 +103,22 @@ func FuzzTopicConfig(f *testing.F) {
 		c2, err := decodeTopicConfig(encodeTopicConfig(c))
 		if err != nil || c2 != c {
 			t.Fatalf("round trip of %+v: %+v, %v", c, c2, err)
+		}
+	})
+}
+
+func FuzzStoreStartOffsets(f *testing.F) {
+	f.Add(encodeStartOffsets(map[string]int64{"a-0": 5, "x-y-3": 40}))
+	f.Add(encodeStartOffsets(map[string]int64{}))
+	f.Add([]byte("seglog log-start-offset-checkpoint v1 1\na 0 1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeStartOffsets(b)
+		if err != nil {
+			return
+		}
+		back, err := decodeStartOffsets(encodeStartOffsets(m))
+		if err != nil || !maps.Equal(m, back) {
+			t.Fatalf("round trip: %v -> %v, %v", m, back, err)
 		}
 	})
 }

@@ -42,6 +42,7 @@ type Log struct {
 	pendingDelete        []*segment.Segment // segments removed from the list whose files remain
 	markerRemovalPending bool               // the clean-shutdown marker's removal is not yet fsynced
 	dirSyncPending       bool               // a new segment's directory entry is not yet fsynced
+	startFile            int64              // the start offset in the partition's log-start-offset file (-1: none)
 
 	// ckptMu serializes writes of recovery-point and high-watermark.
 	ckptMu       sync.Mutex
@@ -126,7 +127,7 @@ func open(dir string, opts Options) (*Log, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: opts, stop: make(chan struct{}), stampEpoch: -1, truncationPending: -1, producers: newProducerState(), epochs: &epochCache{}}
+	l := &Log{dir: dir, opts: opts, stop: make(chan struct{}), stampEpoch: -1, truncationPending: -1, startFile: -1, producers: newProducerState(), epochs: &epochCache{}}
 	l.syncCond = sync.NewCond(&l.syncMu)
 	ch := make(chan struct{})
 	l.notify.Store(&ch)

@@ -134,6 +134,16 @@ func (l *Log) readLoadCheckpoints(clean *bool) (loadCheckpoints, error) {
 	if ck.start, ck.haveStart, err = readCheckpoint(fsys, l.dir, logStartOffsetFile); err != nil {
 		ck.haveStart = false // derived from the segments instead
 	}
+	l.startFile = -1
+	if ck.haveStart {
+		l.startFile = ck.start
+	}
+	// A Store makes its deletions durable in one file for all its logs
+	// (AdvanceStartOffsets) and writes this partition's own file without
+	// fsync: after a power cut the store's is the later one.
+	if f := l.opts.startFloor; f > 0 && (!ck.haveStart || f > ck.start) {
+		ck.start, ck.haveStart = f, true
+	}
 	rp, haveRP, err := readCheckpoint(fsys, l.dir, recoveryPointFile)
 	if err != nil || !haveRP {
 		rp, *clean = 0, false

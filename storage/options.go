@@ -134,6 +134,9 @@ type Options struct {
 	externalFlusher bool
 	// unlocked: a Store's lock covers the log; it takes none of its own.
 	unlocked bool
+	// startFloor: the log's start offset in its Store's
+	// log-start-offset-checkpoint (0: none), durable there.
+	startFloor int64
 }
 
 func (o Options) withDefaults() Options {

@@ -98,6 +98,12 @@ type Store struct {
 	deleting map[string]bool     // topics whose logs DeleteTopic is closing
 	closed   bool
 
+	// startsMu guards starts, the store's start-offset checkpoint as it is
+	// on disk (startoffsets.go), and serializes its writes. It is taken
+	// before any Log's writeMu.
+	startsMu sync.Mutex
+	starts   map[string]int64 // by partition directory name
+
 	lock *dirLock      // exclusive flock on the root directory
 	rr   atomic.Uint64 // round-robin partitioner
 	stop chan struct{}
@@ -137,6 +143,10 @@ func OpenStore(root string, opts StoreOptions) (*Store, error) {
 		s.lock = lock
 	}
 	if err := s.loadTopics(); err != nil {
+		s.lock.unlock()
+		return nil, err
+	}
+	if err := s.loadStartOffsets(); err != nil {
 		s.lock.unlock()
 		return nil, err
 	}
@@ -249,6 +259,13 @@ func (s *Store) CreateTopic(topic string, partitions int, cfg TopicConfig) error
 		// More partitions for an existing topic: they get its config.
 		var err error
 		if cfg, err = readTopicConfig(s.opts.Log.FS, filepath.Join(s.root, PartitionDir(topic, 0))); err != nil {
+			return fmt.Errorf("storage: create topic %s: %w", topic, err)
+		}
+	}
+	if _, ok := s.topics[topic]; !ok {
+		// Entries of an earlier topic of this name whose directories
+		// went without DeleteTopic.
+		if err := s.dropStartOffsets(topic); err != nil {
 			return fmt.Errorf("storage: create topic %s: %w", topic, err)
 		}
 	}
@@ -401,7 +418,9 @@ func (s *Store) openLog(name string) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	return Open(dir, cfg.apply(s.opts.Log))
+	opts := cfg.apply(s.opts.Log)
+	opts.startFloor = s.startFloor(name)
+	return Open(dir, opts)
 }
 
 // DeleteTopic closes a topic's logs and removes its directories. Each is
@@ -437,6 +456,14 @@ func (s *Store) DeleteTopic(topic string) error {
 	}
 	s.mu.Unlock()
 	errs := []error{closeSlots(slots)}
+	// Before any directory goes: a topic created again must not start at
+	// this one's start offsets.
+	if err := s.dropStartOffsets(topic); err != nil {
+		s.mu.Lock()
+		delete(s.deleting, topic)
+		s.mu.Unlock()
+		return fmt.Errorf("storage: delete topic %s: %w", topic, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.deleting, topic)

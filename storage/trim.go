@@ -161,34 +161,25 @@ type DeleteResult struct {
 // only then removes files, so a crash in between leaves no hole: Open
 // finishes the deletion. Readers in a deleted segment finish their read or
 // get ErrOffsetOutOfRange. A segment whose files cannot be removed is
-// retried by the next call.
+// retried by the next call. After Store.AdvanceStartOffsets moved the
+// start, it only removes the files.
 func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
-	if l.closed.Load() {
-		return DeleteResult{}, ErrClosed
-	}
-	if l.opts.ReadOnly {
-		return DeleteResult{}, ErrReadOnly
+	if err := l.checkDeletableLocked(); err != nil {
+		return DeleteResult{}, err
 	}
 	if err := l.durableMarkerRemovalLocked(); err != nil {
 		return DeleteResult{}, err
 	}
 	// Producers whose batches were all deleted expire after a while.
 	l.producers.expire(l.start.Load(), l.opts.Now().Add(-l.opts.ProducerExpiry).UnixMilli())
-	segs := l.segments()
-	n := 0
-	for n < len(segs)-1 && segs[n].NextOffset() <= offset && segs[n+1].Base() <= offset {
-		n++
-	}
-	res := DeleteResult{StartOffset: l.start.Load()}
-	var errs []error
+	segs, n := l.deletableBefore(offset)
 	if n > 0 {
-		newStart := segs[n].Base()
-		if newStart > l.start.Load() {
+		if newStart := segs[n].Base(); newStart > l.start.Load() {
 			if err := writeCheckpoint(l.opts.FS, l.dir, logStartOffsetFile, newStart, l.opts.FileMode); err != nil {
 				if !vfs.IsNoSpace(err) {
-					return res, fmt.Errorf("storage: advance start offset of %s: %w", l.dir, err)
+					return DeleteResult{StartOffset: l.start.Load()}, fmt.Errorf("storage: advance start offset of %s: %w", l.dir, err)
 				}
 				// A full disk cannot take the checkpoint, and deleting is
 				// how space comes back: delete oldest first instead, each
@@ -197,19 +188,67 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 				// segment left).
 				return l.deleteOldestFirstLocked(segs, n)
 			}
-			l.start.Store(newStart)
-			res.StartOffset = newStart
-			l.clampHighWatermark()
-			// In memory only: entries below the start offset are
-			// harmless on disk, and the next write of the cache (a new
-			// epoch, a truncation, Close) carries the change.
-			l.epochMu.Lock()
-			l.epochsDirty = l.epochs.truncateBefore(newStart) || l.epochsDirty
-			l.epochMu.Unlock()
+			l.startFile = newStart
 		}
-		l.publish(segs[n:])
-		l.pendingDelete = append(l.pendingDelete, segs[:n]...)
+		l.dropFrontLocked(segs, n)
 	}
+	if start := l.start.Load(); l.startFile < start {
+		// Moved by Store.AdvanceStartOffsets, durable in the store's
+		// checkpoint: this partition's own file tells followers and a
+		// standalone open, and needs no fsync.
+		if err := vfs.ReplaceFile(l.opts.FS, filepath.Join(l.dir, logStartOffsetFile), encodeCheckpoint(logStartOffsetFile, start), l.opts.FileMode); err != nil {
+			return DeleteResult{StartOffset: start}, fmt.Errorf("storage: write start offset of %s: %w", l.dir, err)
+		}
+		l.startFile = start
+	}
+	return l.removePendingLocked()
+}
+
+// checkDeletableLocked says whether the log can delete from the front.
+func (l *Log) checkDeletableLocked() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if l.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// deletableBefore returns the segments and how many of them, from the
+// front, hold only records below offset (never the active one).
+func (l *Log) deletableBefore(offset int64) (segs []*segment.Segment, n int) {
+	segs = l.segments()
+	for n < len(segs)-1 && segs[n].NextOffset() <= offset && segs[n+1].Base() <= offset {
+		n++
+	}
+	return segs, n
+}
+
+// dropFrontLocked takes segs[:n] out of the log: the start moves up to
+// segs[n]'s base (in memory; the caller made it durable) and their files
+// wait in pendingDelete. The caller holds writeMu.
+func (l *Log) dropFrontLocked(segs []*segment.Segment, n int) {
+	if newStart := segs[n].Base(); newStart > l.start.Load() {
+		l.start.Store(newStart)
+		l.clampHighWatermark()
+		// In memory only: entries below the start offset are harmless on
+		// disk, and the next write of the cache (a new epoch, a
+		// truncation, Close) carries the change.
+		l.epochMu.Lock()
+		l.epochsDirty = l.epochs.truncateBefore(newStart) || l.epochsDirty
+		l.epochMu.Unlock()
+	}
+	l.publish(segs[n:])
+	l.pendingDelete = append(l.pendingDelete, segs[:n]...)
+}
+
+// removePendingLocked removes the files of the segments taken out of the
+// log. The removals need no directory fsync: files that a crash brings
+// back lie below the durable start offset, and Open deletes them.
+func (l *Log) removePendingLocked() (DeleteResult, error) {
+	res := DeleteResult{StartOffset: l.start.Load()}
+	var errs []error
 	var failed []*segment.Segment
 	for _, s := range l.pendingDelete {
 		size, _ := s.Size()
@@ -221,8 +260,6 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 		res.Segments++
 		res.Bytes += size
 	}
-	// The removals need no directory fsync: files that a crash brings
-	// back lie below the durable start offset, and Open deletes them.
 	l.pendingDelete = failed
 	if err := errors.Join(errs...); err != nil {
 		return res, fmt.Errorf("storage: delete segments of %s: %w", l.dir, err)

@@ -152,32 +152,8 @@ const TempSuffix = ".tmp"
 // path (a name of its own per call, so concurrent calls do not collide;
 // the last rename wins), fsyncs it, renames it over path and fsyncs the
 // directory.
-func WriteFileAtomic(fs FS, path string, data []byte, perm os.FileMode) (err error) {
-	tmp := path + "." + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(tmpSeq.Add(1), 10) + TempSuffix
-	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = fs.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = fs.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fs.SyncDir(filepath.Dir(path))
+func WriteFileAtomic(fs FS, path string, data []byte, perm os.FileMode) error {
+	return replaceFile(fs, path, data, perm, true)
 }
 
 // MkdirAllDurable creates path and any missing parents, like MkdirAll, and
@@ -248,4 +224,42 @@ var ErrTooLarge = errors.New("file too large")
 // IsNoSpace reports whether err means the disk is full (ENOSPC or EDQUOT).
 func IsNoSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// ReplaceFile replaces path with data as WriteFileAtomic does, but without
+// fsync: readers see the old content or the new, never a mix, while the
+// system runs; after a power cut the file may hold either, or be empty or
+// damaged. For files whose content is made durable elsewhere.
+func ReplaceFile(fs FS, path string, data []byte, perm os.FileMode) error {
+	return replaceFile(fs, path, data, perm, false)
+}
+
+func replaceFile(fs FS, path string, data []byte, perm os.FileMode, durable bool) (err error) {
+	tmp := path + "." + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(tmpSeq.Add(1), 10) + TempSuffix
+	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = fs.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if durable {
+		if err = f.Sync(); err != nil {
+			_ = f.Close()
+			return err
+		}
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = fs.Rename(tmp, path); err != nil || !durable {
+		return err
+	}
+	return fs.SyncDir(filepath.Dir(path))
 }

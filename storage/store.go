@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/seglog/seglog/internal/vfs"
@@ -221,102 +220,6 @@ func (s *Store) Root() string { return s.root }
 // OpenFiles reports the files that partition segments hold open now.
 func (s *Store) OpenFiles() int { return s.budget.OpenFiles() }
 
-// CreateTopic creates a topic with the given number of partitions and its
-// own configuration (the zero TopicConfig: the store's defaults), stored
-// with the topic. Creating a topic that exists with the same count does
-// nothing (AlterTopic changes a configuration); with fewer partitions it
-// adds the missing ones, with the topic's configuration; with more it is
-// ErrTopicExists. Partition directories left by a creation that a crash
-// interrupted are completed.
-func (s *Store) CreateTopic(topic string, partitions int, cfg TopicConfig) error {
-	if s.opts.Log.ReadOnly {
-		return ErrReadOnly
-	}
-	if err := ValidateTopic(topic); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	if partitions < 1 || partitions > 1<<20 {
-		return fmt.Errorf("%w: %d partitions", ErrInvalidPartition, partitions)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if s.deleting[topic] {
-		return fmt.Errorf("%w: %s is being deleted", ErrTopicExists, topic)
-	}
-	if n, ok := s.topics[topic]; ok {
-		if n == partitions {
-			return nil
-		}
-		if n > partitions {
-			return fmt.Errorf("%w: %s has %d partitions", ErrTopicExists, topic, n)
-		}
-		// More partitions for an existing topic: they get its config.
-		var err error
-		if cfg, err = readTopicConfig(s.opts.Log.FS, filepath.Join(s.root, PartitionDir(topic, 0))); err != nil {
-			return fmt.Errorf("storage: create topic %s: %w", topic, err)
-		}
-	}
-	if _, ok := s.topics[topic]; !ok {
-		// Entries of an earlier topic of this name whose directories
-		// went without DeleteTopic.
-		if err := s.dropStartOffsets(topic); err != nil {
-			return fmt.Errorf("storage: create topic %s: %w", topic, err)
-		}
-	}
-	fsys := s.opts.Log.FS
-	for p := 0; p < partitions; p++ {
-		if err := fsys.MkdirAll(filepath.Join(s.root, PartitionDir(topic, int32(p))), s.opts.Log.DirMode); err != nil {
-			return fmt.Errorf("storage: create topic %s: %w", topic, err)
-		}
-	}
-	if err := fsys.SyncDir(s.root); err != nil {
-		return fmt.Errorf("storage: create topic %s: %w", topic, err)
-	}
-	if err := s.writeTopicConfigs(topic, partitions, cfg); err != nil {
-		return fmt.Errorf("storage: create topic %s: %w", topic, err)
-	}
-	s.topics[topic] = partitions
-	return nil
-}
-
-// TopicInfo describes a topic.
-type TopicInfo struct {
-	Name       string
-	Partitions int
-}
-
-// Topics lists the topics, sorted by name.
-func (s *Store) Topics() []TopicInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]TopicInfo, 0, len(s.topics))
-	for name, n := range s.topics {
-		out = append(out, TopicInfo{Name: name, Partitions: n})
-	}
-	slices.SortFunc(out, func(a, b TopicInfo) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
-// Partitions returns the partition count of a topic.
-func (s *Store) Partitions(topic string) (int, error) {
-	if err := ValidateTopic(topic); err != nil {
-		return 0, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, ok := s.topics[topic]
-	if !ok {
-		return 0, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
-	}
-	return n, nil
-}
-
 // logSlot is a partition's log in the store: ready is closed once the
 // first caller of Log has opened it (l) or failed (err).
 type logSlot struct {
@@ -421,69 +324,6 @@ func (s *Store) openLog(name string) (*Log, error) {
 	opts := cfg.apply(s.opts.Log)
 	opts.startFloor = s.startFloor(name)
 	return Open(dir, opts)
-}
-
-// DeleteTopic closes a topic's logs and removes its directories. Each is
-// first renamed to a hidden name, so a crash part-way leaves either the
-// partition or nothing, and the next OpenStore finishes the removal.
-func (s *Store) DeleteTopic(topic string) error {
-	if s.opts.Log.ReadOnly {
-		return ErrReadOnly
-	}
-	if err := ValidateTopic(topic); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return ErrClosed
-	}
-	n, ok := s.topics[topic]
-	if !ok || s.deleting[topic] {
-		s.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
-	}
-	// New opens of the topic are refused from here; the logs open or
-	// opening are closed outside the lock.
-	s.deleting[topic] = true
-	var slots []*logSlot
-	for p := 0; p < n; p++ {
-		name := PartitionDir(topic, int32(p))
-		if slot, ok := s.logs[name]; ok {
-			slots = append(slots, slot)
-			delete(s.logs, name)
-		}
-	}
-	s.mu.Unlock()
-	errs := []error{closeSlots(slots)}
-	// Before any directory goes: a topic created again must not start at
-	// this one's start offsets.
-	if err := s.dropStartOffsets(topic); err != nil {
-		s.mu.Lock()
-		delete(s.deleting, topic)
-		s.mu.Unlock()
-		return fmt.Errorf("storage: delete topic %s: %w", topic, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.deleting, topic)
-	fsys := s.opts.Log.FS
-	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
-	for p := n - 1; p >= 0; p-- {
-		name := PartitionDir(topic, int32(p))
-		gone := filepath.Join(s.root, "."+name+"."+stamp+".deleted")
-		if err := fsys.Rename(filepath.Join(s.root, name), gone); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		errs = append(errs, fsys.RemoveAll(gone))
-	}
-	delete(s.topics, topic)
-	errs = append(errs, fsys.SyncDir(s.root))
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("storage: delete topic %s: %w", topic, err)
-	}
-	return nil
 }
 
 // Partition chooses the partition for a record key: xxhash64 of the key

@@ -1,6 +1,10 @@
 package segment
 
-import "sync"
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+)
 
 // FilesPerSegment is what one open segment holds: three file descriptors
 // (.log, .index, .timeindex), each also memory-mapped.
@@ -15,11 +19,48 @@ const FilesPerSegment = 3
 //
 // The limit can only be exceeded when every open segment is in use by a
 // reader or writer at that moment; it is then restored by the next opening.
+//
+// It also bounds the memory that reads through the segments' maps add to
+// the process: the pages a read touches stay mapped (and count in its
+// RSS) until released. Once reads have touched MaxMappedReadBytes since
+// the last release, the pages of every open segment's map are released
+// (madvise DONTNEED): they stay in the page cache, and the next read of
+// them faults them back in.
 type Budget struct {
 	mu    sync.Mutex // guards the fields below
 	limit int        // segments
 	open  []*Segment // clock ring
 	hand  int
+
+	touched   atomic.Int64 // bytes read through maps since the last release, with fault-around
+	releasing atomic.Bool
+
+	points pointCache
+}
+
+// MaxMappedReadBytes is how much reads may fault into the maps of a
+// Budget's segments before their pages are released.
+const MaxMappedReadBytes = 32 << 20
+
+// faultAround is what one page fault of a file map may map around the
+// page read (Linux's fault_around_bytes default).
+const faultAround = 64 << 10
+
+// noteMappedRead counts n bytes read through a map and releases every
+// map's pages when the reads since the last release pass
+// MaxMappedReadBytes. The caller may hold a segment's mu for reading.
+func (b *Budget) noteMappedRead(n int64) {
+	if b.touched.Add(n+faultAround) < MaxMappedReadBytes || !b.releasing.CompareAndSwap(false, true) {
+		return
+	}
+	defer b.releasing.Store(false)
+	b.touched.Store(0)
+	b.mu.Lock()
+	segs := slices.Clone(b.open)
+	b.mu.Unlock()
+	for _, s := range segs {
+		s.dropMappedPages()
+	}
 }
 
 // NewBudget returns a budget of maxFiles open files (and as many maps).
@@ -76,4 +117,66 @@ func (b *Budget) removeAt(i int) {
 	b.open[i] = b.open[last]
 	b.open[last] = nil
 	b.open = b.open[:last]
+}
+
+// maxPointPositions bounds a Budget's point cache: 4 bytes each, 8 MiB.
+const maxPointPositions = 2 << 20
+
+// pointKey names the batch at pos of a segment as it is now: a batch
+// written again at the same position after a truncation has another cuts.
+type pointKey struct {
+	s    *Segment
+	pos  int64
+	cuts uint64
+}
+
+// pointBatch is what the point cache keeps of a batch: its header, and
+// where each record starts (after the header), and the last one ends.
+type pointBatch struct {
+	h      Header
+	starts []uint32
+}
+
+// pointCache keeps, for recently read uncompressed batches, where each of
+// their records starts, so that a point read (Segment.ReadRecord) preads
+// only its record. It holds at most maxPointPositions positions; when full,
+// about half of the batches are dropped (in map order, which is random).
+// Batches of deleted segments stay until dropped so: the bound holds, and
+// a key never matches a batch other than the one it was read from.
+type pointCache struct {
+	mu sync.Mutex
+	m  map[pointKey]pointBatch
+	n  int
+}
+
+func (c *pointCache) get(k pointKey) (pointBatch, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[k]
+	return b, ok
+}
+
+func (c *pointCache) put(k pointKey, b pointBatch) {
+	if len(b.starts) > maxPointPositions/4 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[pointKey]pointBatch{}
+	}
+	if c.n+len(b.starts) > maxPointPositions {
+		for key, v := range c.m {
+			delete(c.m, key)
+			c.n -= len(v.starts)
+			if c.n <= maxPointPositions/2 {
+				break
+			}
+		}
+	}
+	if old, ok := c.m[k]; ok {
+		c.n -= len(old.starts)
+	}
+	c.m[k] = b
+	c.n += len(b.starts)
 }

@@ -171,10 +171,30 @@ func (s *Segment) mapLog() {
 	}
 }
 
+// dropMappedPages releases the pages reads faulted into the .log's map,
+// unless a writer holds the segment (then the next release does).
+func (s *Segment) dropMappedPages() {
+	if !s.mu.TryRLock() {
+		return
+	}
+	defer s.mu.RUnlock()
+	if s.data != nil {
+		_ = dropMapPages(s.data)
+	}
+}
+
+// noteMappedRead counts n bytes read through the map against the Budget.
+func (s *Segment) noteMappedRead(n int64) {
+	if s.opts.Budget != nil {
+		s.opts.Budget.noteMappedRead(n)
+	}
+}
+
 // pread reads len(p) bytes at pos, from the map when there is one. The
 // caller holds s.mu and reads below the published size.
 func (s *Segment) pread(p []byte, pos int64) error {
 	if d := s.data; d != nil && pos >= 0 && pos+int64(len(p)) <= int64(len(d)) {
+		s.noteMappedRead(int64(len(p)))
 		return guardFault(s.LogPath(), func() error {
 			copy(p, d[pos:pos+int64(len(p))])
 			return nil

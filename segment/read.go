@@ -79,8 +79,9 @@ func (s *Segment) findLocked(offset int64) (int64, Header, error) {
 	if offset >= s.next.Load() {
 		return size, Header{}, io.EOF
 	}
+	// One pread of an index interval finds the batch (see ReadBatches).
 	var sc Scanner
-	s.scan(&sc, size, ScanOptions{Start: s.oidx.Lookup(offset).Position})
+	s.scan(&sc, size, ScanOptions{Start: s.oidx.Lookup(offset).Position, Window: s.opts.IndexIntervalBytes + 2*HeaderSize})
 	if err := seekOffset(&sc, offset); err != nil {
 		return sc.End(), Header{}, err
 	}
@@ -180,12 +181,11 @@ func (s *Segment) Region(fn func(f vfs.File, size int64) error) error {
 // ReadBatches reads whole batches starting with the one that holds offset,
 // stopping before a batch whose base offset is at or past limit, at most
 // maxBytes in all but always the first batch. It reuses dst's memory and
-// returns the batches at its start. Small reads (a record by offset) are
-// served from the map without a system call; larger ones (a consumer's
-// fetch) locate the first batch with reads of one index interval, then
-// pread the batches, which copies without faulting every page into this
-// process's page tables. It returns io.EOF when offset is at or past
-// NextOffset or limit.
+// returns the batches at its start. It locates the first batch with reads
+// of one index interval, then preads the batches: a copy from the page
+// cache that faults no page into this process's page tables, so reads of
+// any pattern leave its RSS as it was. It returns io.EOF when offset is at
+// or past NextOffset or limit.
 func (s *Segment) ReadBatches(dst []byte, offset int64, maxBytes int, limit int64) ([]byte, error) {
 	if err := s.acquire(); err != nil {
 		return nil, err
@@ -197,22 +197,6 @@ func (s *Segment) ReadBatches(dst []byte, offset int64, maxBytes int, limit int6
 	}
 	maxBytes = max(maxBytes, 1)
 	opts := ScanOptions{File: s.LogPath(), Limits: s.opts.Limits, Start: s.oidx.Lookup(offset).Position}
-	if d := s.data; d != nil && size <= int64(len(d)) && maxBytes <= mappedReadMax {
-		var out []byte
-		err := guardFault(s.LogPath(), func() error {
-			var sc Scanner
-			opts.Buf = d[:size]
-			sc.Reset(nil, size, opts)
-			if err := seekOffset(&sc, offset); err != nil {
-				return err
-			}
-			first := sc.Pos()
-			n := takeBatches(&sc, maxBytes, limit)
-			out = append(dst[:0], d[first:first+n]...)
-			return nil
-		})
-		return out, err
-	}
 	var sc Scanner
 	opts.Window, opts.Buf = s.opts.IndexIntervalBytes+2*HeaderSize, dst
 	s.scan(&sc, size, opts)
@@ -221,8 +205,13 @@ func (s *Segment) ReadBatches(dst []byte, offset int64, maxBytes int, limit int6
 	}
 	first := sc.Pos()
 	n := max(int64(sc.Header().Size()), min(int64(maxBytes), size-first))
-	buf, err := s.readInto(sc.buf, first, n)
-	if err != nil {
+	var buf []byte
+	var err error
+	if w, ok := sc.buffered(first, n); ok {
+		// Small reads: the window that found the batch holds it.
+		buf = sc.buf[:n]
+		copy(buf, w)
+	} else if buf, err = s.readInto(sc.buf, first, n); err != nil {
 		return nil, err
 	}
 	sc.Reset(nil, n, ScanOptions{File: s.LogPath(), Limits: s.opts.Limits, Buf: buf})
@@ -280,49 +269,45 @@ func (s *Segment) Span(offset int64, maxBytes int, limit int64) (Span, error) {
 	return sp, nil
 }
 
-// mappedReadMax is the largest maxBytes that ReadBatches serves from the map.
-const mappedReadMax = 64 << 10
-
 // readInto preads n bytes at pos into dst's memory.
 func (s *Segment) readInto(dst []byte, pos, n int64) ([]byte, error) {
 	if int64(cap(dst)) < n {
 		dst = make([]byte, n)
 	}
 	dst = dst[:n]
-	// Always pread: this serves the large reads (see mappedReadMax).
 	if _, err := s.log.ReadAt(dst, pos); err != nil {
 		return nil, fmt.Errorf("segment: read %s at %d: %w", s.LogPath(), pos, err)
 	}
 	return dst, nil
 }
 
-// ReadRecord returns the record at offset. In an uncompressed batch read
-// through the map it copies only that record (found from the index entry,
-// the batch header, then the lengths of the records before it): a point
-// read, which checks the record's own lengths and offset but not the
-// batch checksum (Read and a Reader verify it). Other batches are read
-// whole, verified and decoded. The record's slices alias the returned
-// buffer, which is buf's memory when it is large enough. It returns io.EOF
-// when offset is at or past NextOffset.
+// ReadRecord returns the record at offset. In an uncompressed batch of at
+// least an index interval it preads only that record, at the position the
+// Budget's point cache keeps for it (see pointCache); the first point read
+// of a batch reads the batch whole, verifies it and caches where its
+// records are. Segments without a
+// Budget, and compressed batches, read the batch whole, verify and decode
+// it. The record's slices alias the returned buffer, which is buf's memory
+// when it is large enough. It returns io.EOF when offset is at or past
+// NextOffset.
 func (s *Segment) ReadRecord(buf []byte, offset int64) (Record, []byte, error) {
 	if err := s.acquire(); err != nil {
 		return Record{}, buf, err
 	}
 	defer s.mu.RUnlock()
+	// A batch that starts at the offset's index entry (a batch of at
+	// least an index interval) is found in the point cache without a
+	// read.
+	at := s.oidx.Lookup(offset).Position
+	b := s.opts.Budget
+	if b != nil && offset < s.next.Load() {
+		if e, ok := b.points.get(pointKey{s, at, s.cuts.Load()}); ok && e.h.BaseOffset <= offset && offset <= e.h.LastOffset() {
+			return s.readPoint(buf, at, e.h, e.starts, offset)
+		}
+	}
 	pos, h, err := s.findLocked(offset)
 	if err != nil {
 		return Record{}, buf, err
-	}
-	if d := s.data; d != nil && h.Codec() == CodecNone && pos+int64(h.Size()) <= int64(len(d)) {
-		var rec Record
-		err := guardFault(s.LogPath(), func() (err error) {
-			rec, buf, err = pointRecord(buf, d[pos+HeaderSize:pos+int64(h.Size())], h, offset)
-			return err
-		})
-		if err != nil {
-			return Record{}, buf, &CorruptError{File: s.LogPath(), Pos: pos, Err: err}
-		}
-		return rec, buf, nil
 	}
 	batch, err := s.readInto(buf, pos, int64(h.Size()))
 	if err != nil {
@@ -331,6 +316,11 @@ func (s *Segment) ReadRecord(buf []byte, offset int64) (Record, []byte, error) {
 	var it RecordIter
 	if err := it.Reset(batch, s.opts.Limits); err != nil {
 		return Record{}, batch, &CorruptError{File: s.LogPath(), Pos: pos, Err: err}
+	}
+	if b != nil && pos == at && h.Codec() == CodecNone {
+		if starts, err := recordStarts(batch[HeaderSize:], h); err == nil {
+			b.points.put(pointKey{s, pos, s.cuts.Load()}, pointBatch{h, starts})
+		}
 	}
 	for it.Next() {
 		if r := it.Record(); r.Offset == offset {
@@ -343,27 +333,61 @@ func (s *Segment) ReadRecord(buf []byte, offset int64) (Record, []byte, error) {
 	return Record{}, batch, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: offset %d not in its batch", ErrCorrupt, offset)}
 }
 
-// pointRecord finds the record at offset in section, the uncompressed
-// records of a batch with header h, by their lengths alone; copies it into
-// buf's memory and decodes it there.
-func pointRecord(buf, section []byte, h Header, offset int64) (Record, []byte, error) {
+// readPoint preads the record at offset of the uncompressed batch at pos,
+// whose records start at starts (relative to the end of its header), and
+// decodes it, checking its lengths and offset.
+func (s *Segment) readPoint(buf []byte, pos int64, h Header, starts []uint32, offset int64) (Record, []byte, error) {
 	k := offset - h.BaseOffset
+	if k < 0 || k >= int64(len(starts)-1) {
+		return Record{}, buf, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: offset %d not among the batch's %d records", ErrCorrupt, offset, len(starts)-1)}
+	}
+	lo, hi := int64(starts[k]), int64(starts[k+1])
+	buf, err := s.readInto(buf, pos+HeaderSize+lo, hi-lo)
+	if err != nil {
+		return Record{}, buf, err
+	}
+	rec, err := decodePoint(buf, h, offset)
+	if err != nil {
+		return Record{}, buf, &CorruptError{File: s.LogPath(), Pos: pos, Err: err}
+	}
+	return rec, buf, nil
+}
+
+// decodePoint decodes b, one whole record (its length prefix included) of
+// an uncompressed batch with header h, which must be the record at offset.
+func decodePoint(b []byte, h Header, offset int64) (Record, error) {
+	k := offset - h.BaseOffset
+	it := RecordIter{hdr: h, data: b, i: int32(k)}
+	if err := it.decode(); err != nil {
+		return Record{}, err
+	}
+	if it.rec.Offset != offset {
+		return Record{}, fmt.Errorf("%w: record %d of the batch has offset %d", ErrCorrupt, k, it.rec.Offset)
+	}
+	rec := it.rec
+	rec.Headers = slices.Clone(rec.Headers)
+	return rec, nil
+}
+
+// recordStarts returns where each record of section, the uncompressed
+// records of a batch with header h, starts (its length prefix), and where
+// the last one ends: one more position than records.
+func recordStarts(section []byte, h Header) ([]uint32, error) {
+	// Every record takes at least one byte: a count beyond the section
+	// is damage (and must not size the allocation).
+	count := int(h.RecordCount)
+	if count <= 0 || count > len(section) || len(section) > math.MaxUint32 {
+		return nil, fmt.Errorf("%w: bad record count %d", ErrCorrupt, h.RecordCount)
+	}
+	starts := make([]uint32, 0, count+1)
 	p := 0
-	for i := int64(0); ; i++ {
+	for i := 0; i < count; i++ {
 		n, w := binary.Uvarint(section[p:])
 		if w <= 0 || n > uint64(len(section)-p-w) {
-			return Record{}, buf, fmt.Errorf("%w: record %d: bad length", ErrCorrupt, i)
+			return nil, fmt.Errorf("%w: record %d: bad length", ErrCorrupt, i)
 		}
-		if i == k {
-			buf = append(buf[:0], section[p:p+w+int(n)]...)
-			it := RecordIter{hdr: h, data: buf, i: int32(k)}
-			if err := it.decode(); err != nil {
-				return Record{}, buf, err
-			}
-			rec := it.rec
-			rec.Headers = slices.Clone(rec.Headers)
-			return rec, buf, nil
-		}
+		starts = append(starts, uint32(p))
 		p += w + int(n)
 	}
+	return append(starts, uint32(p)), nil
 }

@@ -150,8 +150,8 @@ func (sc *Scanner) corrupt(pos int64, err error) bool {
 // window returns the n input bytes at pos, reading them if the window does
 // not hold them. The caller has checked that they lie within the input.
 func (sc *Scanner) window(pos, n int64) ([]byte, error) {
-	if pos >= sc.bufPos && pos+n <= sc.bufPos+int64(len(sc.buf)) {
-		return sc.buf[pos-sc.bufPos : pos-sc.bufPos+n], nil
+	if b, ok := sc.buffered(pos, n); ok {
+		return b, nil
 	}
 	if sc.r == nil {
 		// A buffer holds all of its input: out of it is past the end,
@@ -169,6 +169,15 @@ func (sc *Scanner) window(pos, n int64) ([]byte, error) {
 	}
 	sc.bufPos = pos
 	return sc.buf[:n], nil
+}
+
+// buffered returns the n input bytes at pos if the scanner's buffer holds
+// them, without reading.
+func (sc *Scanner) buffered(pos, n int64) ([]byte, bool) {
+	if pos >= sc.bufPos && pos+n <= sc.bufPos+int64(len(sc.buf)) {
+		return sc.buf[pos-sc.bufPos : pos-sc.bufPos+n], true
+	}
+	return nil, false
 }
 
 // Header returns the current batch's header.

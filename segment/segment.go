@@ -152,7 +152,8 @@ type Segment struct {
 	// has not succeeded yet; Seal and closing the files retry it.
 	indexSyncPending bool
 
-	used atomic.Bool // set on use; cleared by the Budget's clock sweep
+	used atomic.Bool   // set on use; cleared by the Budget's clock sweep
+	cuts atomic.Uint64 // truncations: part of the point cache's keys
 
 	refreshMu sync.Mutex // serializes Refresh of a tail segment; guards lastPos, lastSum
 	lastPos   int64      // tail: position of the last batch read (-1: none)

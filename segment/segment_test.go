@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -300,4 +301,64 @@ func TestParseFileName(t *testing.T) {
 	}
 	assert.Equal(t, "00000000000000000042.log", FileName(42, LogSuffix))
 	assert.True(t, errors.Is(&CorruptError{Err: ErrChecksum}, ErrCorrupt))
+}
+
+// TestBudgetReleasesMappedPages: reads through the map (the header walks
+// of Span, for zero-copy sends) past MaxMappedReadBytes release every
+// map's pages, and reads after a release still find the right batches;
+// record reads (pread) go on meanwhile.
+func TestBudgetReleasesMappedPages(t *testing.T) {
+	b := NewBudget(100 * FilesPerSegment)
+	opts := testOpts()
+	opts.Budget = b
+	opts.MaxIndexBytes = 1 << 20
+	s, err := Create(t.TempDir(), 0, opts)
+	require.NoError(t, err)
+	defer s.Close()
+	appendN(t, s, 40, 100, 1024) // 40 batches of 100 x 1 KiB
+	require.NoError(t, s.Seal())
+	releases := 0
+	for i := 0; i < 3000; i++ {
+		off := int64(i*7919) % s.NextOffset()
+		before := b.touched.Load()
+		sp, err := s.Span(off, 1, math.MaxInt64)
+		require.NoError(t, err)
+		require.Equal(t, off/100*100, sp.FirstOffset)
+		require.Equal(t, sp.FirstOffset+100, sp.NextOffset)
+		if b.touched.Load() < before {
+			releases++
+		}
+		require.Less(t, b.touched.Load(), int64(MaxMappedReadBytes))
+		rec, _, err := s.ReadRecord(nil, off)
+		require.NoError(t, err)
+		require.Equal(t, off, rec.Offset)
+		require.True(t, bytes.HasPrefix(rec.Value, []byte(fmt.Sprintf("off=%d;", off))))
+	}
+	assert.Greater(t, releases, 1, "the map's pages were released")
+}
+
+// TestPointReadAfterRewrite: a batch written again at the same position
+// after a truncation is read as it is now, not from the point cache.
+func TestPointReadAfterRewrite(t *testing.T) {
+	opts := testOpts()
+	opts.Budget = NewBudget(100 * FilesPerSegment)
+	s, err := Create(t.TempDir(), 0, opts)
+	require.NoError(t, err)
+	defer s.Close()
+	appendN(t, s, 2, 10, 100)
+	rec, _, err := s.ReadRecord(nil, 15)
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(rec.Value, []byte("off=15;")))
+	_, err = s.TruncateTo(10)
+	require.NoError(t, err)
+	appendN(t, s, 1, 10, 300) // the same offsets, other values and lengths
+	for _, off := range []int64{15, 19, 3} {
+		rec, _, err = s.ReadRecord(nil, off)
+		require.NoError(t, err)
+		assert.Equal(t, off, rec.Offset)
+		assert.True(t, bytes.HasPrefix(rec.Value, []byte(fmt.Sprintf("off=%d;", off))))
+		if off >= 10 {
+			assert.Len(t, rec.Value, 300)
+		}
+	}
 }

@@ -235,6 +235,7 @@ func (s *Segment) TruncateTo(offset int64) (int64, error) {
 // cutLocked truncates the log at pos, whose first batch starts at newNext,
 // drops index entries at and after it, and recomputes the writer state.
 func (s *Segment) cutLocked(pos, newNext int64) error {
+	s.cuts.Add(1) // what the point cache knows of this segment is stale
 	if err := s.log.Truncate(pos); err != nil {
 		return fmt.Errorf("segment: truncate %s to %d: %w", s.LogPath(), pos, err)
 	}

@@ -110,8 +110,9 @@ type Options struct {
 	// FileMode and DirMode are the permissions of what the log creates
 	// (0640 and 0750).
 	FileMode, DirMode os.FileMode
-	// Budget caps open files across logs; nil means no cap. A Store
-	// shares one budget among all its logs.
+	// Budget caps open files across logs and the memory reads fault into
+	// their maps; nil means a Budget of the log's own without a cap on
+	// open files. A Store shares one budget among all its logs.
 	Budget *segment.Budget
 	// ProducerExpiry is how long the state of an idempotent producer is
 	// kept after all its batches were deleted (default 24h).
@@ -142,6 +143,11 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.FS == nil {
 		o.FS = vfs.Default
+	}
+	if o.Budget == nil {
+		// No cap on open files, but a bound on the pages that reads
+		// fault into the segments' maps (see segment.Budget).
+		o.Budget = segment.NewBudget(math.MaxInt)
 	}
 	if o.SegmentBytes <= 0 {
 		o.SegmentBytes = DefaultSegmentBytes

@@ -82,6 +82,7 @@ func (l *Log) AppendBatch(batch []byte) (AppendResult, error) {
 }
 
 func (l *Log) append(batch []byte, h segment.Header) (AppendResult, error) {
+	l.appendsStarted.Add(1)
 	l.appending.Add(1)
 	l.writeMu.Lock()
 	res, err := l.appendLocked(batch, h)

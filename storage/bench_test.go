@@ -149,6 +149,11 @@ func BenchmarkDurable(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(per*g)/b.Elapsed().Seconds(), "appends/s")
+			if st, err := l.Stats(); err == nil && st.Fsyncs > 0 {
+				n := st.Fsyncs
+				b.ReportMetric(float64(per*g)/float64(n), "appends/fsync")
+				b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "fsyncs/s")
+			}
 		})
 	}
 }

@@ -68,8 +68,9 @@ type Log struct {
 	syncCond *sync.Cond
 	syncing  bool
 
-	appending atomic.Int64 // appenders between entering append and releasing writeMu
-	truncGen  atomic.Int64 // incremented by every Truncate
+	appending      atomic.Int64 // appenders between entering append and releasing writeMu
+	appendsStarted atomic.Int64 // appends begun, ever (for the group commit's gathering)
+	truncGen       atomic.Int64 // incremented by every Truncate
 
 	lock *dirLock // exclusive flock on dir, unless a Store holds its root's
 

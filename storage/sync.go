@@ -83,6 +83,21 @@ func (l *Log) syncAppended(res AppendResult, gen int64) error {
 	return err
 }
 
+// gatherAppenders lets appenders that are writing, or were woken by the
+// previous fsync and are about to append again, write before the fsync
+// starts, so that it covers them too: it yields while an append is under
+// way or one started since its last yield (at most 16 yields, never a
+// sleep).
+func (l *Log) gatherAppenders() {
+	for i := 0; i < 16; i++ {
+		started := l.appendsStarted.Load()
+		runtime.Gosched()
+		if l.appending.Load() == 0 && l.appendsStarted.Load() == started {
+			return
+		}
+	}
+}
+
 // syncTo returns once every offset below target is fsynced. Concurrent
 // callers share fsyncs: while one runs, the others wait, and the next one
 // covers everything appended meanwhile (group commit).
@@ -103,12 +118,7 @@ func (l *Log) syncTo(target int64) error {
 		}
 		l.syncing = true
 		l.syncMu.Unlock()
-		// Let appenders that are writing, or were woken by the previous
-		// fsync, finish their write before this fsync starts, so that it
-		// covers them too (a few yields, never a sleep).
-		for i := 0; i < 16 && l.appending.Load() > 0; i++ {
-			runtime.Gosched()
-		}
+		l.gatherAppenders()
 		err := l.syncOnce()
 		l.syncMu.Lock()
 		l.syncing = false

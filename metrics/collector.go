@@ -116,6 +116,10 @@ func (c *Collector) addPartitionMetrics() {
 		func(s *storage.Stats, _ *storage.OpenStats) float64 { return float64(s.Fsyncs) })
 	pm("seglog_fsync_seconds_total", "Seconds spent in fsyncs of the partition's segment files since its log was opened.", counter,
 		func(s *storage.Stats, _ *storage.OpenStats) float64 { return s.FsyncTime.Seconds() })
+	pm("seglog_fsync_failures_total", "Fsyncs of the partition's segment files that failed since its log was opened (the first fails the log).", counter,
+		func(s *storage.Stats, _ *storage.OpenStats) float64 { return float64(s.FailedFsyncs) })
+	pm("seglog_log_failed", "1 when the partition's log has failed (an fsync failed) and refuses writes until it is reopened, else 0.", gauge,
+		func(s *storage.Stats, _ *storage.OpenStats) float64 { return b2f(s.Failed != nil) })
 	pm("seglog_read_bytes_total", "Bytes of batches returned by reads of the partition since its log was opened (zero-copy regions not counted).", counter,
 		func(s *storage.Stats, _ *storage.OpenStats) float64 { return float64(s.ReadBatchBytes) })
 	pm("seglog_log_open_seconds", "Seconds the partition's log took to open, recovery included.", gauge,

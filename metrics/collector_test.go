@@ -154,6 +154,10 @@ seglog_appended_records_total{partition="1",topic="orders"} 3
 # TYPE seglog_fsyncs_total counter
 seglog_fsyncs_total{partition="0",topic="orders"} 3
 seglog_fsyncs_total{partition="1",topic="orders"} 1
+# HELP seglog_fsync_failures_total Fsyncs of the partition's segment files that failed since its log was opened (the first fails the log).
+# TYPE seglog_fsync_failures_total counter
+seglog_fsync_failures_total{partition="0",topic="orders"} 0
+seglog_fsync_failures_total{partition="1",topic="orders"} 0
 # HELP seglog_group_committed_offset Durable committed offset (the next to read) of a consumer group on a partition.
 # TYPE seglog_group_committed_offset gauge
 seglog_group_committed_offset{group="audit",partition="0",topic="orders"} 12
@@ -169,6 +173,10 @@ seglog_group_lag{group="billing",partition="0",topic="orders"} 7
 # TYPE seglog_log_end_offset gauge
 seglog_log_end_offset{partition="0",topic="orders"} 17
 seglog_log_end_offset{partition="1",topic="orders"} 3
+# HELP seglog_log_failed 1 when the partition's log has failed (an fsync failed) and refuses writes until it is reopened, else 0.
+# TYPE seglog_log_failed gauge
+seglog_log_failed{partition="0",topic="orders"} 0
+seglog_log_failed{partition="1",topic="orders"} 0
 # HELP seglog_log_flushed_offset Offset below which every record of the partition is fsynced.
 # TYPE seglog_log_flushed_offset gauge
 seglog_log_flushed_offset{partition="0",topic="orders"} 17
@@ -229,8 +237,8 @@ seglog_topics 2
 // deterministic are the metrics the expected text holds.
 var deterministic = []string{
 	"seglog_appended_batches_total", "seglog_appended_bytes_total", "seglog_appended_records_total",
-	"seglog_fsyncs_total", "seglog_group_committed_offset", "seglog_group_lag",
-	"seglog_log_end_offset", "seglog_log_flushed_offset", "seglog_log_open_clean", "seglog_log_recovered_bytes",
+	"seglog_fsyncs_total", "seglog_fsync_failures_total", "seglog_group_committed_offset", "seglog_group_lag",
+	"seglog_log_end_offset", "seglog_log_failed", "seglog_log_flushed_offset", "seglog_log_open_clean", "seglog_log_recovered_bytes",
 	"seglog_log_segments", "seglog_log_size_bytes", "seglog_log_start_offset", "seglog_open_partitions",
 	"seglog_offsets_groups", "seglog_offsets_positions", "seglog_read_bytes_total",
 	"seglog_retention_deleted_bytes_total", "seglog_retention_deleted_segments_total",
@@ -314,15 +322,15 @@ func TestScrapeFollowsAppends(t *testing.T) {
 
 func TestCount(t *testing.T) {
 	f := newFixture(t)
-	// 16 metrics for each of 2 open partitions; 3 store gauges; 4
+	// 18 metrics for each of 2 open partitions; 3 store gauges; 4
 	// committed offsets and 3 lags; 11 offsets-store metrics; 7 retention
 	// metrics; 1 histogram.
-	assert.Equal(t, 16*2+3+4+3+11+7+1, testutil.CollectAndCount(f.c))
+	assert.Equal(t, 18*2+3+4+3+11+7+1, testutil.CollectAndCount(f.c))
 	assert.Equal(t, 2, testutil.CollectAndCount(f.c, "seglog_log_end_offset"))
 
 	// Without the optional parts, only the store's.
 	bare := metrics.New(f.store, metrics.Options{})
-	assert.Equal(t, 16*2+3, testutil.CollectAndCount(bare))
+	assert.Equal(t, 18*2+3, testutil.CollectAndCount(bare))
 }
 
 func TestLint(t *testing.T) {

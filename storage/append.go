@@ -213,7 +213,7 @@ func (l *Log) rollLocked() error {
 	end := l.end.Load()
 	t0 := time.Now()
 	err := old.Sync()
-	l.noteFsync(time.Since(t0))
+	l.noteFsync(time.Since(t0), err)
 	if err != nil {
 		return l.fail(err)
 	}

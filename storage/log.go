@@ -246,16 +246,23 @@ type Stats struct {
 	AppendedBatches int64         // batches appended (duplicates of idempotent retries not counted)
 	AppendedRecords int64         // records appended
 	AppendedBytes   int64         // bytes of the batches appended
-	Fsyncs          int64         // fsyncs of segment files (one serves every append of a group commit)
+	Fsyncs          int64         // fsyncs of segment files that succeeded (one serves every append of a group commit)
 	FsyncTime       time.Duration // time spent in them
+	FailedFsyncs    int64         // fsyncs of segment files that failed (the first fails the log)
 	ReadBatchBytes  int64         // bytes of batches returned by reads (Read, ReadInto, Reader; not regions)
 	OpenTime        time.Duration // how long Open took, recovery included
+
+	// Failed is the failure after which the log refuses writes until it
+	// is reopened (an fsync that failed, a deletion that stopped
+	// half-way); nil while the log is healthy. Writes return it wrapped
+	// in ErrFailed.
+	Failed error
 }
 
 // counters are the Log's counters since Open.
 type counters struct {
 	appendedBatches, appendedRecords, appendedBytes atomic.Int64
-	fsyncs, fsyncNanos, readBytes                   atomic.Int64
+	fsyncs, fsyncNanos, failedFsyncs, readBytes     atomic.Int64
 	openNanos                                       int64
 }
 
@@ -268,7 +275,8 @@ func (l *Log) Stats() (Stats, error) {
 	c := &l.counters
 	st := Stats{StartOffset: l.StartOffset(), EndOffset: l.EndOffset(), FlushedOffset: l.FlushedOffset(), Segments: len(segs),
 		AppendedBatches: c.appendedBatches.Load(), AppendedRecords: c.appendedRecords.Load(), AppendedBytes: c.appendedBytes.Load(),
-		Fsyncs: c.fsyncs.Load(), FsyncTime: time.Duration(c.fsyncNanos.Load()), ReadBatchBytes: c.readBytes.Load(), OpenTime: time.Duration(c.openNanos)}
+		Fsyncs: c.fsyncs.Load(), FsyncTime: time.Duration(c.fsyncNanos.Load()), FailedFsyncs: c.failedFsyncs.Load(),
+		ReadBatchBytes: c.readBytes.Load(), OpenTime: time.Duration(c.openNanos), Failed: l.failure()}
 	for _, s := range segs {
 		n, err := s.Size()
 		if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -142,11 +142,11 @@ func (l *Log) syncOnce() error {
 		}
 		t0 := time.Now()
 		err := s.Sync()
-		l.noteFsync(time.Since(t0))
+		if errors.Is(err, segment.ErrDeleted) {
+			continue // deleted meanwhile: nothing to make durable
+		}
+		l.noteFsync(time.Since(t0), err)
 		if err != nil {
-			if errors.Is(err, segment.ErrDeleted) {
-				continue
-			}
 			return l.fail(err)
 		}
 	}
@@ -155,8 +155,12 @@ func (l *Log) syncOnce() error {
 }
 
 // noteFsync counts an fsync of a segment and reports it to
-// Options.OnFsync.
-func (l *Log) noteFsync(d time.Duration) {
+// Options.OnFsync; a failed one only counts as failed.
+func (l *Log) noteFsync(d time.Duration, err error) {
+	if err != nil {
+		l.counters.failedFsyncs.Add(1)
+		return
+	}
 	l.counters.fsyncs.Add(1)
 	l.counters.fsyncNanos.Add(int64(d))
 	if l.opts.OnFsync != nil {

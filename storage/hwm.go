@@ -57,14 +57,23 @@ func (l *Log) checkpointHighWatermark() error {
 	return nil
 }
 
+// loadHighWatermark reads the checkpoint. What the file holds (or, with no
+// file, the start offset a missing file means) needs no rewrite at the
+// first Sync; a damaged file or a value the log no longer holds does.
 func (l *Log) loadHighWatermark() {
-	v, ok, err := readCheckpoint(l.opts.FS, l.dir, highWatermarkFile)
+	read, ok, err := readCheckpoint(l.opts.FS, l.dir, highWatermarkFile)
+	v := read
 	if err != nil || !ok {
 		v = l.start.Load()
 	}
 	v = min(max(v, l.start.Load()), l.end.Load())
 	l.hw.Store(v)
-	l.hwCheckpointed.Store(math.MinInt64)
+	switch {
+	case err == nil && ok && v == read, err == nil && !ok && v == l.start.Load():
+		l.hwCheckpointed.Store(v)
+	default:
+		l.hwCheckpointed.Store(math.MinInt64)
+	}
 }
 
 // lowerHighWatermark keeps the high watermark within the log after a

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -36,4 +37,34 @@ func TestStatsFailedFsync(t *testing.T) {
 	assert.Equal(t, fsyncs, st.Fsyncs, "a failed fsync is not an fsync")
 	assert.Equal(t, int64(1), st.FailedFsyncs)
 	assert.ErrorIs(t, st.Failed, syscall.EIO)
+}
+
+// TestHighWatermarkNotRewritten: a high watermark no broker set is not
+// written, and one read at open is not written again by the first Sync.
+func TestHighWatermarkNotRewritten(t *testing.T) {
+	dir := t.TempDir()
+	fsys := faultfs.New(vfs.Default)
+	opts := small()
+	opts.FS = fsys
+	l, err := Open(dir, opts)
+	require.NoError(t, err)
+	fill(t, l, 10, 5)
+	require.NoError(t, l.Sync())
+	assert.NoFileExists(t, filepath.Join(dir, highWatermarkFile))
+	require.NoError(t, l.SetHighWatermark(7))
+	require.NoError(t, l.Sync())
+	v, ok, err := readCheckpoint(vfs.Default, dir, highWatermarkFile)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, int64(7), v)
+	require.NoError(t, l.Close())
+
+	l, err = Open(dir, opts)
+	require.NoError(t, err)
+	defer l.Close()
+	fill(t, l, 10, 5) // the first append writes its own files (marker, epochs)
+	renames := fsys.Calls(faultfs.OpRename)
+	require.NoError(t, l.Sync())
+	assert.Equal(t, renames, fsys.Calls(faultfs.OpRename), "no checkpoint replaced by the first Sync")
+	assert.Equal(t, int64(7), l.HighWatermark())
 }

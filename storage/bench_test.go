@@ -43,23 +43,16 @@ func benchPlainWrite(b *testing.B, batch []byte, syncEvery int) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	b.SetBytes(int64(len(batch)))
-	written := 0
-	for b.Loop() {
-		if written += len(batch); written > restartBytes {
-			written = 0
-			_ = f.Truncate(0)
-			_, _ = f.Seek(0, 0)
+	benchWrites(b, batch, func() error {
+		if _, err := f.Write(batch); err != nil || syncEvery == 0 {
+			return err
 		}
-		if _, err := f.Write(batch); err != nil {
-			b.Fatal(err)
-		}
-		if syncEvery > 0 {
-			if err := f.Sync(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+		return f.Sync()
+	}, func() error {
+		_ = f.Truncate(0)
+		_, _ = f.Seek(0, 0)
+		return nil
+	})
 }
 
 func benchLogAppend(b *testing.B, batch []byte, opts Options) {
@@ -68,16 +61,26 @@ func benchLogAppend(b *testing.B, batch []byte, opts Options) {
 		b.Fatal(err)
 	}
 	defer l.Close()
+	benchWrites(b, batch, func() error {
+		_, err := l.AppendBatch(batch)
+		return err
+	}, func() error { return l.Truncate(0) })
+}
+
+// benchWrites writes batch with write once per iteration, and starts over
+// with restart whenever restartBytes have been written since the last
+// start.
+func benchWrites(b *testing.B, batch []byte, write, restart func() error) {
 	b.SetBytes(int64(len(batch)))
 	written := 0
 	for b.Loop() {
 		if written += len(batch); written > restartBytes {
 			written = 0
-			if err := l.Truncate(0); err != nil {
+			if err := restart(); err != nil {
 				b.Fatal(err)
 			}
 		}
-		if _, err := l.AppendBatch(batch); err != nil {
+		if err := write(); err != nil {
 			b.Fatal(err)
 		}
 	}

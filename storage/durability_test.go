@@ -29,12 +29,10 @@ func TestOffsetOverflowRefused(t *testing.T) {
 	dir := t.TempDir()
 	last := filepath.Join(dir, segment.FileName(MaxOffset, segment.LogSuffix))
 	require.NoError(t, os.WriteFile(last, nil, 0o640))
-	l, err := Open(dir, small())
-	require.NoError(t, err)
-	defer l.Close()
+	l := openLog(t, dir, small())
 	require.Equal(t, int64(MaxOffset), l.EndOffset())
 
-	_, err = l.Append(Record{Value: []byte("a")}, Record{Value: []byte("b")})
+	_, err := l.Append(Record{Value: []byte("a")}, Record{Value: []byte("b")})
 	assert.ErrorIs(t, err, ErrOffsetOverflow, "two records at the last offset")
 	res, err := l.Append(Record{Value: []byte("last")})
 	require.NoError(t, err)
@@ -46,9 +44,7 @@ func TestOffsetOverflowRefused(t *testing.T) {
 	require.NoError(t, l.Close())
 
 	// Reopened, the full log is readable and still refuses appends.
-	l, err = Open(dir, small())
-	require.NoError(t, err)
-	defer l.Close()
+	l = openLog(t, dir, small())
 	got, err := l.Read(MaxOffset, 1<<10)
 	require.NoError(t, err)
 	h, err := segment.ParseHeader(got, segment.DefaultLimits)
@@ -95,9 +91,7 @@ func TestMissingSealedIndexRebuilt(t *testing.T) {
 					assert.NoFileExists(t, filepath.Join(dir, segment.FileName(segs[1].BaseOffset, sfx)))
 				}
 
-				l, err := Open(dir, small())
-				require.NoError(t, err)
-				defer l.Close()
+				l := openLog(t, dir, small())
 				got, err := l.Segments()
 				require.NoError(t, err)
 				assert.Equal(t, segs[1].MaxTimestamp, got[1].MaxTimestamp, "the rebuilt time index gives the same max timestamp")
@@ -132,14 +126,11 @@ func TestCleanOpenVerifiesTail(t *testing.T) {
 	b[len(b)-2] ^= 0x40 // a value byte of the last batch: the header stays valid
 	require.NoError(t, os.WriteFile(p, b, 0o640))
 
-	l, err := Open(dir, small())
-	require.NoError(t, err)
-	defer l.Close()
+	l := openLog(t, dir, small())
 	assert.False(t, l.OpenStats().Clean, "a damaged tail is recovered")
 	h, err := segment.ParseHeader(b[lastBatch:], segment.DefaultLimits)
 	require.NoError(t, err)
-	assert.Equal(t, h.BaseOffset, l.EndOffset(), "the bad batch is not part of the log")
-	assert.Equal(t, h.BaseOffset, readAll(t, l, 0))
+	assertRecords(t, l, h.BaseOffset, "the bad batch is not part of the log")
 	fi, err := os.Stat(p)
 	require.NoError(t, err)
 	assert.Equal(t, int64(lastBatch), fi.Size(), "cut at the bad batch")
@@ -152,27 +143,20 @@ func TestCleanOpenNoticesMissingSegments(t *testing.T) {
 	orig := filepath.Join(t.TempDir(), "orig")
 	segs := buildLog(t, orig, 600)
 	require.Greater(t, len(segs), 3)
-	remove := func(t *testing.T, dir string, base int64) {
-		for _, sfx := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
-			require.NoError(t, os.Remove(filepath.Join(dir, segment.FileName(base, sfx))))
-		}
-	}
 	t.Run("first", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "p")
 		copyDir(t, orig, dir)
-		remove(t, dir, segs[0].BaseOffset)
-		l, err := Open(dir, small())
-		require.NoError(t, err)
-		defer l.Close()
+		removeSegmentFiles(t, dir, segs[0].BaseOffset)
+		l := openLog(t, dir, small())
 		assert.Equal(t, segs[1].BaseOffset, l.StartOffset())
 		assert.Equal(t, int64(600), readAll(t, l, l.StartOffset()))
-		_, err = l.Read(0, 100)
+		_, err := l.Read(0, 100)
 		assert.ErrorIs(t, err, ErrOffsetOutOfRange)
 	})
 	t.Run("middle", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "p")
 		copyDir(t, orig, dir)
-		remove(t, dir, segs[2].BaseOffset)
+		removeSegmentFiles(t, dir, segs[2].BaseOffset)
 		for i := 0; i < 2; i++ { // the refusal changes nothing: again
 			_, err := Open(dir, small())
 			require.ErrorIs(t, err, ErrCorrupt)
@@ -184,10 +168,7 @@ func TestCleanOpenNoticesMissingSegments(t *testing.T) {
 // Readers beside a Truncate never get an error other than
 // ErrOffsetOutOfRange: the end is lowered before any byte is cut.
 func TestTruncateBesideReaders(t *testing.T) {
-	l, err := Open(t.TempDir(), Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 256})
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 2000, 10)
+	l := openFilled(t, t.TempDir(), Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 256}, 2000, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -228,9 +209,7 @@ func TestTruncateBesideReaders(t *testing.T) {
 // file, and the files end with the last values.
 func TestConcurrentCheckpoints(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, small())
-	require.NoError(t, err)
-	defer l.Close()
+	l := openLog(t, dir, small())
 	var wg sync.WaitGroup
 	errs := make(chan error, 8*50*2)
 	for g := 0; g < 8; g++ {
@@ -278,10 +257,7 @@ func TestSyncIsOneFsync(t *testing.T) {
 	opts := small()
 	opts.SegmentBytes = 1 << 20
 	opts.FS = fsys
-	l, err := Open(t.TempDir(), opts)
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 10, 10)
+	l := openFilled(t, t.TempDir(), opts, 10, 10)
 	require.NoError(t, l.Sync())
 	for i := 0; i < 5; i++ {
 		fill(t, l, 10, 10)
@@ -298,12 +274,9 @@ func TestRollIndexFsyncFailureFailsLog(t *testing.T) {
 	fsys := faultfs.New(vfs.Default)
 	opts := small()
 	opts.FS = fsys
-	l, err := Open(t.TempDir(), opts)
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 20, 5)
+	l := openFilled(t, t.TempDir(), opts, 20, 5)
 	fsys.Add(faultfs.Rule{Ops: faultfs.OpSync, Path: segment.IndexSuffix, Err: syscall.EIO})
-	err = l.Roll()
+	err := l.Roll()
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrFailed)
 	_, err = l.Append(Record{Value: []byte("after")})
@@ -329,8 +302,7 @@ func TestSegmentAgeSurvivesReopenAndTruncate(t *testing.T) {
 		require.NoError(t, err)
 		return len(segs)
 	}
-	l, err := Open(dir, opts)
-	require.NoError(t, err)
+	l := openLog(t, dir, opts)
 	appendAt(t, l, 3)
 	require.NoError(t, l.Close())
 
@@ -338,8 +310,7 @@ func TestSegmentAgeSurvivesReopenAndTruncate(t *testing.T) {
 	// the third, and the segment rolls.
 	for i := 0; i < 3; i++ {
 		now = now.Add(25 * time.Minute)
-		l, err = Open(dir, opts)
-		require.NoError(t, err)
+		l = openLog(t, dir, opts)
 		appendAt(t, l, 1)
 		if i < 2 {
 			assert.Equal(t, 1, segments(t, l), "restart %d: younger than an hour", i)
@@ -378,9 +349,7 @@ func TestReadOnlyEmptyPartition(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, moved)
 
-	w, err := Open(dir, small())
-	require.NoError(t, err)
-	defer w.Close()
+	w := openLog(t, dir, small())
 	waited := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -391,8 +360,7 @@ func TestReadOnlyEmptyPartition(t *testing.T) {
 	require.NoError(t, <-waited)
 	_, err = ro.Refresh()
 	require.NoError(t, err)
-	assert.Equal(t, int64(100), ro.EndOffset())
-	assert.Equal(t, int64(100), readAll(t, ro, 0))
+	assertRecords(t, ro, int64(100))
 }
 
 // OpenStore makes a root it creates durable: the parent's entry is
@@ -419,11 +387,8 @@ func TestStatsCounters(t *testing.T) {
 	opts := small()
 	opts.Sync = SyncAlways
 	opts.OnFsync = func(d time.Duration) { observed.Add(1) }
-	l, err := Open(t.TempDir(), opts)
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 30, 3)
-	_, err = l.Read(0, 1<<20)
+	l := openFilled(t, t.TempDir(), opts, 30, 3)
+	_, err := l.Read(0, 1<<20)
 	require.NoError(t, err)
 	st, err := l.Stats()
 	require.NoError(t, err)
@@ -445,9 +410,7 @@ func TestReadRecord(t *testing.T) {
 		t.Run(codec.String(), func(t *testing.T) {
 			opts := small()
 			opts.Compression = codec
-			l, err := Open(t.TempDir(), opts)
-			require.NoError(t, err)
-			defer l.Close()
+			l := openLog(t, t.TempDir(), opts)
 			for i := 0; i < 40; i++ {
 				var recs []Record
 				for j := 0; j < 7; j++ {
@@ -463,6 +426,7 @@ func TestReadRecord(t *testing.T) {
 			var buf []byte
 			for off := int64(0); off < 280; off++ {
 				var rec Record
+				var err error
 				rec, buf, err = l.ReadRecord(buf, off)
 				require.NoError(t, err)
 				assert.Equal(t, off, rec.Offset)
@@ -472,7 +436,7 @@ func TestReadRecord(t *testing.T) {
 				require.Len(t, rec.Headers, 1)
 				assert.Equal(t, fmt.Sprint(off), string(rec.Headers[0].Value))
 			}
-			_, _, err = l.ReadRecord(nil, l.EndOffset())
+			_, _, err := l.ReadRecord(nil, l.EndOffset())
 			assert.ErrorIs(t, err, ErrOffsetOutOfRange)
 			_, _, err = l.ReadRecord(nil, -1)
 			assert.ErrorIs(t, err, ErrOffsetOutOfRange)
@@ -487,20 +451,16 @@ func TestCloseUnflushed(t *testing.T) {
 	fsys := faultfs.New(vfs.Default)
 	opts := small()
 	opts.FS = fsys
-	l, err := Open(dir, opts)
-	require.NoError(t, err)
-	fill(t, l, 200, 5)
+	l := openFilled(t, dir, opts, 200, 5)
 	before := l.FlushedOffset()
 	fsys.Reset()
 	require.NoError(t, l.CloseUnflushed())
 	assert.Zero(t, fsys.Calls(faultfs.OpCreate|faultfs.OpRename), "no checkpoint, no marker")
 	assert.NoFileExists(t, filepath.Join(dir, cleanShutdownFile))
-	_, err = l.Append(Record{Value: []byte("x")})
+	_, err := l.Append(Record{Value: []byte("x")})
 	assert.ErrorIs(t, err, ErrClosed)
 
-	l, err = Open(dir, small())
-	require.NoError(t, err)
-	defer l.Close()
+	l = openLog(t, dir, small())
 	assert.False(t, l.OpenStats().Clean)
 	assert.Less(t, before, int64(200), "records were left unflushed")
 	assert.Equal(t, int64(200), readAll(t, l, 0))

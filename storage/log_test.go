@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -20,48 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// small makes segments roll often.
-func small() Options {
-	return Options{SegmentBytes: 4096, IndexIntervalBytes: 256, MaxIndexBytes: 1024}
-}
-
-func val(off int64) []byte { return []byte(fmt.Sprintf("value-%06d", off)) }
-
-// fill appends n records in batches of per, each value naming its offset.
-func fill(t testing.TB, l *Log, n, per int) {
-	t.Helper()
-	for i := 0; i < n; i += per {
-		var recs []Record
-		for j := 0; j < per && i+j < n; j++ {
-			off := l.EndOffset() + int64(j)
-			recs = append(recs, Record{Timestamp: 1_000_000 + off, Key: []byte("k"), Value: val(off)})
-		}
-		res, err := l.Append(recs...)
-		require.NoError(t, err)
-		require.Equal(t, res.LastOffset-res.FirstOffset+1, int64(len(recs)))
-	}
-}
-
-// readAll reads every record from offset to the end and checks its value.
-func readAll(t testing.TB, l *Log, from int64) int64 {
-	t.Helper()
-	r := l.NewReader(from)
-	want := from
-	for r.Next() {
-		rec := r.Record()
-		require.Equal(t, want, rec.Offset)
-		require.Equal(t, string(val(want)), string(rec.Value))
-		want++
-	}
-	require.NoError(t, r.Err())
-	return want
-}
-
 func TestAppendReadAcrossRolls(t *testing.T) {
-	l, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 2000, 7)
+	l := openFilled(t, t.TempDir(), small(), 2000, 7)
 	segs, err := l.Segments()
 	require.NoError(t, err)
 	require.Greater(t, len(segs), 10, "segments rolled")
@@ -87,9 +46,7 @@ func TestAppendReadAcrossRolls(t *testing.T) {
 }
 
 func TestReadBoundaries(t *testing.T) {
-	l, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer l.Close()
+	l := openLog(t, t.TempDir(), small())
 	b, err := l.Read(0, 100)
 	require.NoError(t, err)
 	assert.Empty(t, b, "an empty log read at its end")
@@ -109,16 +66,8 @@ func TestReadBoundaries(t *testing.T) {
 	assert.Equal(t, int64(50), it.Record().Offset, "reads start at the batch that holds the offset")
 }
 
-func mustHeader(t testing.TB, b []byte) segment.Header {
-	h, err := segment.ParseHeader(b, segment.DefaultLimits)
-	require.NoError(t, err)
-	return h
-}
-
 func TestWaitWakesAndCancels(t *testing.T) {
-	l, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer l.Close()
+	l := openLog(t, t.TempDir(), small())
 	done := make(chan error, 1)
 	go func() { done <- l.Wait(context.Background(), 0) }()
 	select {
@@ -145,37 +94,27 @@ func TestWaitWakesAndCancels(t *testing.T) {
 
 func TestTruncateThenAppend(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, small())
-	require.NoError(t, err)
-	fill(t, l, 1000, 1)
+	l := openFilled(t, dir, small(), 1000, 1)
 	require.NoError(t, l.Truncate(400))
 	assert.Equal(t, int64(400), l.EndOffset())
-	_, err = l.Read(401, 10)
+	_, err := l.Read(401, 10)
 	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
 	fill(t, l, 100, 3)
 	assert.Equal(t, int64(500), readAll(t, l, 0))
 	require.NoError(t, l.Close())
-	l, err = Open(dir, small())
-	require.NoError(t, err)
-	defer l.Close()
-	assert.Equal(t, int64(500), l.EndOffset())
-	assert.Equal(t, int64(500), readAll(t, l, 0))
+	l = openLog(t, dir, small())
+	assertRecords(t, l, int64(500))
 }
 
 func TestCleanReopenDoesNotRescan(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, small())
-	require.NoError(t, err)
-	fill(t, l, 3000, 5)
+	l := openFilled(t, dir, small(), 3000, 5)
 	require.NoError(t, l.Close())
-	l, err = Open(dir, small())
-	require.NoError(t, err)
-	defer l.Close()
+	l = openLog(t, dir, small())
 	st := l.OpenStats()
 	assert.True(t, st.Clean)
 	assert.Zero(t, st.RecoveredSegs)
-	assert.Equal(t, int64(3000), l.EndOffset())
-	assert.Equal(t, int64(3000), readAll(t, l, 0))
+	assertRecords(t, l, int64(3000))
 }
 
 // copyDir copies a log directory as it is now: the state a crash leaves
@@ -193,29 +132,21 @@ func copyDir(t testing.TB, src, dst string) {
 
 func TestUncleanReopenRescansOnlyPastRecoveryPoint(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, small())
-	require.NoError(t, err)
-	fill(t, l, 3000, 5)
+	l := openFilled(t, dir, small(), 3000, 5)
 	segs, _ := l.Segments()
 	crashed := filepath.Join(t.TempDir(), "crashed")
 	copyDir(t, dir, crashed)
 	require.NoError(t, l.Close())
 
-	r, err := Open(crashed, small())
-	require.NoError(t, err)
-	defer r.Close()
+	r := openLog(t, crashed, small())
 	st := r.OpenStats()
 	assert.False(t, st.Clean)
 	assert.Equal(t, 1, st.RecoveredSegs, "only the active segment is past the recovery point (segments before it were flushed at roll) of %d", len(segs))
-	assert.Equal(t, int64(3000), r.EndOffset())
-	assert.Equal(t, int64(3000), readAll(t, r, 0))
+	assertRecords(t, r, int64(3000))
 }
 
 func TestOffsetForTime(t *testing.T) {
-	l, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 1000, 4) // record o has timestamp 1e6+o
+	l := openFilled(t, t.TempDir(), small(), 1000, 4) // record o has timestamp 1e6+o
 	for _, tc := range []struct{ ts, want int64 }{{0, 0}, {1_000_000, 0}, {1_000_001, 1}, {1_000_500, 500}, {1_000_999, 999}, {1_001_000, 1000}} {
 		got, err := l.OffsetForTime(tc.ts)
 		require.NoError(t, err)
@@ -224,10 +155,7 @@ func TestOffsetForTime(t *testing.T) {
 }
 
 func TestRegionWriteTo(t *testing.T) {
-	l, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 300, 3)
+	l := openFilled(t, t.TempDir(), small(), 300, 3)
 	want, err := l.Read(30, 2000)
 	require.NoError(t, err)
 	reg, err := l.ReadRegion(30, 2000)
@@ -278,8 +206,7 @@ func TestGroupCommitConcurrentAppends(t *testing.T) {
 	opts := small()
 	opts.Sync = SyncAlways
 	opts.SegmentBytes = 1 << 20
-	l, err := Open(dir, opts)
-	require.NoError(t, err)
+	l := openLog(t, dir, opts)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -300,11 +227,10 @@ func TestGroupCommitConcurrentAppends(t *testing.T) {
 }
 
 func TestClosedLog(t *testing.T) {
-	l, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
+	l := openLog(t, t.TempDir(), small())
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close())
-	_, err = l.Append(Record{Value: []byte("x")})
+	_, err := l.Append(Record{Value: []byte("x")})
 	assert.ErrorIs(t, err, ErrClosed)
 	_, err = l.Read(0, 10)
 	assert.ErrorIs(t, err, ErrClosed)
@@ -326,8 +252,7 @@ func TestAppendBatchValidation(t *testing.T) {
 	for _, validate := range []bool{false, true} {
 		opts := small()
 		opts.ValidateRecords = validate
-		l, err := Open(t.TempDir(), opts)
-		require.NoError(t, err)
+		l := openLog(t, t.TempDir(), opts)
 		_, err = l.AppendBatch(bytes.Clone(flipped))
 		assert.ErrorIs(t, err, ErrInvalidBatch)
 		assert.ErrorIs(t, err, segment.ErrChecksum)
@@ -361,18 +286,11 @@ func fixChecksum(b []byte) {
 // refusing every write.
 func TestReadOnlyFollowsWriter(t *testing.T) {
 	dir := t.TempDir()
-	w, err := Open(dir, small())
-	require.NoError(t, err)
-	defer w.Close()
-	fill(t, w, 40, 4)
+	w := openFilled(t, dir, small(), 40, 4)
 
-	ro := small()
-	ro.ReadOnly = true
-	r, err := Open(dir, ro)
-	require.NoError(t, err)
-	defer r.Close()
+	r := openReadOnly(t, dir, small())
 	assert.Equal(t, int64(40), r.EndOffset())
-	_, err = r.Append(Record{Value: []byte("x")})
+	_, err := r.Append(Record{Value: []byte("x")})
 	assert.ErrorIs(t, err, ErrReadOnly)
 	assert.ErrorIs(t, r.Truncate(0), ErrReadOnly)
 	_, err = r.DeleteSegmentsBefore(10)

@@ -8,28 +8,16 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/segment"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func openReadOnly(t *testing.T, dir string, opts Options) *Log {
-	opts.ReadOnly = true
-	r, err := Open(dir, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { r.Close() })
-	return r
-}
 
 // A follower sees the writer's truncation: records it removed are gone,
 // and the new leader's records at the same offsets are what it reads.
 func TestReadOnlyFollowsTruncate(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{SegmentBytes: 1 << 20, IndexIntervalBytes: 256}
-	w, err := Open(dir, opts)
-	require.NoError(t, err)
-	defer w.Close()
-	fill(t, w, 100, 1)
+	w := openFilled(t, dir, opts, 100, 1)
 	r := openReadOnly(t, dir, opts)
 	require.Equal(t, int64(100), r.EndOffset())
 	require.NoError(t, w.Truncate(50))
@@ -37,7 +25,7 @@ func TestReadOnlyFollowsTruncate(t *testing.T) {
 		_, err := w.Append(Record{Timestamp: 1, Value: []byte("new-leader")})
 		require.NoError(t, err)
 	}
-	_, err = r.Refresh()
+	_, err := r.Refresh()
 	require.NoError(t, err)
 	assert.Equal(t, w.EndOffset(), r.EndOffset())
 	rd := r.NewReader(50)
@@ -52,12 +40,9 @@ func TestReadOnlyFollowsTruncate(t *testing.T) {
 // read below it is ErrOffsetOutOfRange, not a missing file.
 func TestReadOnlyFollowsDeletion(t *testing.T) {
 	dir := t.TempDir()
-	w, err := Open(dir, small())
-	require.NoError(t, err)
-	defer w.Close()
-	fill(t, w, 400, 4)
+	w := openFilled(t, dir, small(), 400, 4)
 	r := openReadOnly(t, dir, small())
-	_, err = w.DeleteSegmentsBefore(300)
+	_, err := w.DeleteSegmentsBefore(300)
 	require.NoError(t, err)
 	_, err = r.Refresh()
 	require.NoError(t, err)
@@ -72,13 +57,11 @@ func TestReadOnlyFollowsDeletion(t *testing.T) {
 func TestReadOnlyLiveIndexSurvivesWriterTrim(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{SegmentBytes: 64 << 20, IndexIntervalBytes: 1, MaxIndexBytes: 1 << 20}
-	w, err := Open(dir, opts)
-	require.NoError(t, err)
-	fill(t, w, 4000, 1)
+	w := openFilled(t, dir, opts, 4000, 1)
 	r := openReadOnly(t, dir, opts)
 	require.NoError(t, w.Truncate(5))
 	require.NoError(t, w.Close())
-	_, err = r.Refresh()
+	_, err := r.Refresh()
 	require.NoError(t, err)
 	b, err := r.Read(3, 100)
 	require.NoError(t, err)
@@ -89,10 +72,7 @@ func TestReadOnlyLiveIndexSurvivesWriterTrim(t *testing.T) {
 // A follower sees the writer's high watermark move.
 func TestReadOnlyFollowsHighWatermark(t *testing.T) {
 	dir := t.TempDir()
-	w, err := Open(dir, small())
-	require.NoError(t, err)
-	defer w.Close()
-	fill(t, w, 10, 1)
+	w := openFilled(t, dir, small(), 10, 1)
 	require.NoError(t, w.SetHighWatermark(5))
 	require.NoError(t, w.Sync())
 	r := openReadOnly(t, dir, small())
@@ -107,10 +87,7 @@ func TestReadOnlyFollowsHighWatermark(t *testing.T) {
 
 // ReadCommitted returns only whole batches below the high watermark.
 func TestReadCommittedExcludesStraddlingBatch(t *testing.T) {
-	w, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer w.Close()
-	fill(t, w, 20, 10) // batches 0..9 and 10..19
+	w := openFilled(t, t.TempDir(), small(), 20, 10) // batches 0..9 and 10..19
 	require.NoError(t, w.SetHighWatermark(15))
 	b, err := w.ReadCommitted(nil, 0, 1<<20)
 	require.NoError(t, err)
@@ -127,33 +104,23 @@ func TestReadCommittedExcludesStraddlingBatch(t *testing.T) {
 // segment past the manifest's last one sends the open back to listing.
 func TestStaleManifestDetected(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, small())
-	require.NoError(t, err)
-	fill(t, l, 100, 5)
+	l := openFilled(t, dir, small(), 100, 5)
 	require.NoError(t, l.Close())
 	stale, err := os.ReadFile(filepath.Join(dir, manifestFile))
 	require.NoError(t, err)
-	l, err = Open(dir, small())
-	require.NoError(t, err)
-	fill(t, l, 300, 5) // rolls past the manifest's segments
+	l = openFilled(t, dir, small(), 300, 5) // rolls past the manifest's segments
 	require.NoError(t, l.Close())
 	require.NoError(t, os.WriteFile(filepath.Join(dir, manifestFile), stale, 0o640))
-	l, err = Open(dir, small())
-	require.NoError(t, err)
-	defer l.Close()
+	l = openLog(t, dir, small())
 	assert.False(t, l.OpenStats().FromManifest)
-	assert.Equal(t, int64(400), l.EndOffset())
-	assert.Equal(t, int64(400), readAll(t, l, 0))
+	assertRecords(t, l, int64(400))
 	fill(t, l, 5, 5)
 }
 
 // A truncation between ReadRegion and WriteTo is an error, never another
 // leader's bytes.
 func TestRegionAfterTruncate(t *testing.T) {
-	l, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 100, 5)
+	l := openFilled(t, t.TempDir(), small(), 100, 5)
 	reg, err := l.ReadRegion(50, 1000)
 	require.NoError(t, err)
 	require.NoError(t, l.Truncate(40))
@@ -166,26 +133,20 @@ func TestRegionAfterTruncate(t *testing.T) {
 // A truncation that deletes the follower's tail segment is followed too.
 func TestReadOnlyFollowsTruncateAcrossSegments(t *testing.T) {
 	dir := t.TempDir()
-	w, err := Open(dir, small())
-	require.NoError(t, err)
-	defer w.Close()
-	fill(t, w, 600, 5)
+	w := openFilled(t, dir, small(), 600, 5)
 	r := openReadOnly(t, dir, small())
 	require.NoError(t, w.Truncate(100))
 	fill(t, w, 50, 5)
-	_, err = r.Refresh()
+	_, err := r.Refresh()
 	require.NoError(t, err)
-	assert.Equal(t, int64(150), r.EndOffset())
-	assert.Equal(t, int64(150), readAll(t, r, 0))
+	assertRecords(t, r, int64(150))
 }
 
 // A reader that opens between the writer's advance of the start offset and
 // its removal of the files does not list the segments being deleted.
 func TestReadOnlyOpenDuringDeletion(t *testing.T) {
 	dir := t.TempDir()
-	w, err := Open(dir, small())
-	require.NoError(t, err)
-	fill(t, w, 600, 5)
+	w := openFilled(t, dir, small(), 600, 5)
 	segs, err := w.Segments()
 	require.NoError(t, err)
 	require.Greater(t, len(segs), 3)
@@ -199,9 +160,7 @@ func TestReadOnlyOpenDuringDeletion(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, segs[2].BaseOffset, got[0].BaseOffset)
 	for _, s := range segs[:2] {
-		for _, sfx := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
-			require.NoError(t, os.Remove(filepath.Join(dir, segment.FileName(s.BaseOffset, sfx))))
-		}
+		removeSegmentFiles(t, dir, s.BaseOffset)
 	}
 	got, err = r.Segments()
 	require.NoError(t, err, "the removed files were not in the reader's list")

@@ -17,10 +17,7 @@ import (
 func TestTruncateBeforeFsyncIsNotAcknowledged(t *testing.T) {
 	opts := small()
 	opts.Sync = SyncAlways
-	l, err := Open(t.TempDir(), opts)
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 5, 5)
+	l := openFilled(t, t.TempDir(), opts, 5, 5)
 	batch := mustBatch(t, "doomed")
 	h := mustHeader(t, batch)
 	l.writeMu.Lock()
@@ -51,10 +48,7 @@ func mustBatch(t testing.TB, v string) []byte {
 // A consumer that stops reading its zero-copy region holds up neither
 // appends, rolls, deletions nor other readers.
 func TestStalledRegionDoesNotBlockTheLog(t *testing.T) {
-	l, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 300, 3)
+	l := openFilled(t, t.TempDir(), small(), 300, 3)
 	reg, err := l.ReadRegion(0, 1<<20)
 	require.NoError(t, err)
 	pr, pw := io.Pipe()
@@ -85,10 +79,7 @@ func TestStalledRegionDoesNotBlockTheLog(t *testing.T) {
 
 // Absurd read sizes neither panic nor allocate the world.
 func TestReadSizeExtremes(t *testing.T) {
-	l, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 50, 5)
+	l := openFilled(t, t.TempDir(), small(), 50, 5)
 	for _, n := range []int{math.MaxInt, 1 << 40, 0, -5} {
 		b, err := l.Read(10, n)
 		require.NoError(t, err, "maxBytes %d", n)
@@ -100,10 +91,7 @@ func TestReadSizeExtremes(t *testing.T) {
 // A high watermark inside a batch: committed readers get the records below
 // it, and continue when it moves.
 func TestHighWatermarkInsideBatch(t *testing.T) {
-	l, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 10, 5) // batches [0,5) and [5,10)
+	l := openFilled(t, t.TempDir(), small(), 10, 5) // batches [0,5) and [5,10)
 	require.NoError(t, l.SetHighWatermark(7))
 	r := l.NewCommittedReader(0)
 	var got []int64
@@ -121,12 +109,9 @@ func TestHighWatermarkInsideBatch(t *testing.T) {
 
 // Reads racing deletions from the front never skip offsets silently.
 func TestReadBelowStartAfterDelete(t *testing.T) {
-	l, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer l.Close()
-	fill(t, l, 500, 5)
+	l := openFilled(t, t.TempDir(), small(), 500, 5)
 	require.NoError(t, l.Roll())
-	_, err = l.DeleteSegmentsBefore(300)
+	_, err := l.DeleteSegmentsBefore(300)
 	require.NoError(t, err)
 	_, err = l.Read(l.StartOffset()-1, 100)
 	assert.True(t, errors.Is(err, ErrOffsetOutOfRange), "%v", err)

@@ -32,8 +32,7 @@ func producerBatchBytes(t testing.TB, pid int64, epoch int16, seq int32, n int, 
 func TestIdempotentDuplicates(t *testing.T) {
 	dir := t.TempDir()
 	opts := small()
-	l, err := Open(dir, opts)
-	require.NoError(t, err)
+	l := openLog(t, dir, opts)
 	var results []AppendResult
 	for i := 0; i < 40; i++ {
 		res, err := l.AppendBatch(producerBatchBytes(t, 7, 0, int32(i*3), 3, fmt.Sprint("b", i)+strings.Repeat("x", 100)))
@@ -59,8 +58,7 @@ func TestIdempotentDuplicates(t *testing.T) {
 	}
 	check(l)
 	require.NoError(t, l.Close())
-	l, err = Open(dir, opts) // clean reopen: from the snapshot
-	require.NoError(t, err)
+	l = openLog(t, dir, opts) // clean reopen: from the snapshot
 	check(l)
 	crashed := filepath.Join(t.TempDir(), "crashed")
 	copyDir(t, dir, crashed) // while open: the state a crash leaves
@@ -74,18 +72,14 @@ func TestIdempotentDuplicates(t *testing.T) {
 	require.NoError(t, err)
 	b[len(b)/2] ^= 0xff
 	require.NoError(t, os.WriteFile(newest, b, 0o640))
-	l, err = Open(crashed, opts)
-	require.NoError(t, err)
-	defer l.Close()
+	l = openLog(t, crashed, opts)
 	assert.False(t, l.OpenStats().Clean)
 	check(l)
 }
 
 func TestIdempotentSequenceAndFencing(t *testing.T) {
-	l, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer l.Close()
-	_, err = l.AppendBatch(producerBatchBytes(t, 1, 2, 0, 2, "a")) // seq 0-1, epoch 2
+	l := openLog(t, t.TempDir(), small())
+	_, err := l.AppendBatch(producerBatchBytes(t, 1, 2, 0, 2, "a")) // seq 0-1, epoch 2
 	require.NoError(t, err)
 	cases := []struct {
 		name  string
@@ -121,9 +115,7 @@ func TestProducerStateAfterTruncateAndDelete(t *testing.T) {
 	opts := small()
 	opts.Now = func() time.Time { return now }
 	opts.ProducerExpiry = time.Hour
-	l, err := Open(t.TempDir(), opts)
-	require.NoError(t, err)
-	defer l.Close()
+	l := openLog(t, t.TempDir(), opts)
 	var res []AppendResult
 	for i := 0; i < 4; i++ {
 		r, err := l.AppendBatch(producerBatchBytes(t, 9, 0, int32(i), 1, fmt.Sprint(i)))
@@ -172,9 +164,7 @@ func TestIdempotentCrashRetries(t *testing.T) {
 			next++
 		}, "SEGLOG_IDEMPOTENT_FROM="+strconv.Itoa(next))
 	}
-	l, err := Open(dir, crashOpts())
-	require.NoError(t, err)
-	defer l.Close()
+	l := openLog(t, dir, crashOpts())
 	// Finish: retry from the first unacknowledged batch once more.
 	for i := next; i < next+3; i++ {
 		_, err := l.AppendBatch(idemBatch(i))
@@ -241,12 +231,8 @@ func replicate(t *testing.T, leader, follower *Log) {
 }
 
 func TestLeaderChange(t *testing.T) {
-	a, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := Open(t.TempDir(), small())
-	require.NoError(t, err)
-	defer b.Close()
+	a := openLog(t, t.TempDir(), small())
+	b := openLog(t, t.TempDir(), small())
 
 	// Epoch 1: A leads, B follows and catches up.
 	require.NoError(t, a.SetLeaderEpoch(1))
@@ -304,8 +290,7 @@ func TestLeaderChange(t *testing.T) {
 
 func TestLeaderEpochsSurviveReopenAndTruncate(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, small())
-	require.NoError(t, err)
+	l := openLog(t, dir, small())
 	for e := int32(3); e <= 6; e++ {
 		require.NoError(t, l.SetLeaderEpoch(e))
 		fill(t, l, 10, 2)
@@ -313,25 +298,20 @@ func TestLeaderEpochsSurviveReopenAndTruncate(t *testing.T) {
 	want := []EpochEntry{{3, 0}, {4, 10}, {5, 20}, {6, 30}}
 	assert.Equal(t, want, l.LeaderEpochs())
 	require.NoError(t, l.Close())
-	l, err = Open(dir, small())
-	require.NoError(t, err)
+	l = openLog(t, dir, small())
 	assert.Equal(t, want, l.LeaderEpochs())
 	require.NoError(t, l.Truncate(15))
 	assert.Equal(t, want[:2], l.LeaderEpochs())
 	require.NoError(t, l.Close())
 	// A lost checkpoint is rebuilt from the batches.
 	require.NoError(t, os.Remove(filepath.Join(dir, leaderEpochFile)))
-	l, err = Open(dir, small())
-	require.NoError(t, err)
-	defer l.Close()
+	l = openLog(t, dir, small())
 	assert.Equal(t, want[:2], l.LeaderEpochs())
 }
 
 func TestHighWatermark(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, small())
-	require.NoError(t, err)
-	fill(t, l, 100, 10)
+	l := openFilled(t, dir, small(), 100, 10)
 	assert.Zero(t, l.HighWatermark())
 	require.NoError(t, l.SetHighWatermark(60))
 	assert.ErrorIs(t, l.SetHighWatermark(101), ErrOffsetOutOfRange, "never above the end")
@@ -356,14 +336,11 @@ func TestHighWatermark(t *testing.T) {
 	assert.True(t, r.Next(), "the reader continues once it rises")
 
 	require.NoError(t, l.Close())
-	l, err = Open(dir, small())
-	require.NoError(t, err)
+	l = openLog(t, dir, small())
 	assert.Equal(t, int64(70), l.HighWatermark(), "checkpointed at close")
 	require.NoError(t, l.Truncate(40))
 	assert.Equal(t, int64(40), l.HighWatermark(), "truncation below it lowers it")
 	require.NoError(t, l.Close())
-	l, err = Open(dir, small())
-	require.NoError(t, err)
-	defer l.Close()
+	l = openLog(t, dir, small())
 	assert.Equal(t, int64(40), l.HighWatermark())
 }

@@ -13,16 +13,15 @@ import (
 )
 
 // storeWithSegments opens a store over fsys at root with topic t of parts
-// partitions, each filled with n records in small segments.
+// partitions, each filled with n records in small segments; the store is
+// closed when the test ends.
 func storeWithSegments(t *testing.T, root string, opts Options, parts, n int) *Store {
 	t.Helper()
 	opts.SegmentBytes, opts.IndexIntervalBytes, opts.MaxIndexBytes = 4096, 256, 1024
-	s, err := OpenStore(root, StoreOptions{Log: opts})
-	require.NoError(t, err)
+	s := openStore(t, root, StoreOptions{Log: opts})
 	require.NoError(t, s.CreateTopic("t", parts, TopicConfig{}))
 	for p := int32(0); p < int32(parts); p++ {
-		l, err := s.Log("t", p)
-		require.NoError(t, err)
+		l := partitionLog(t, s, "t", p)
 		fill(t, l, n, 10)
 		require.NoError(t, l.Sync())
 	}
@@ -32,8 +31,7 @@ func storeWithSegments(t *testing.T, root string, opts Options, parts, n int) *S
 func TestAdvanceStartOffsets(t *testing.T) {
 	root := t.TempDir()
 	s := storeWithSegments(t, root, Options{}, 3, 1500)
-	l0, err := s.Log("t", 0)
-	require.NoError(t, err)
+	l0 := partitionLog(t, s, "t", 0)
 	segs := l0.segments()
 	require.Greater(t, len(segs), 4)
 	want := segs[3].Base()
@@ -44,7 +42,7 @@ func TestAdvanceStartOffsets(t *testing.T) {
 		{"nope", 0, 100}, // no such topic: left alone
 	}))
 	assert.Equal(t, want, l0.StartOffset(), "start moved at once")
-	_, err = l0.ReadInto(nil, 0, 1)
+	_, err := l0.ReadInto(nil, 0, 1)
 	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
 	assert.FileExists(t, filepath.Join(root, storeStartOffsetsFile))
 	assert.FileExists(t, filepath.Join(root, "t-0", segment.FileName(segs[0].Base(), segment.LogSuffix)), "files wait for DeleteSegmentsBefore")
@@ -59,16 +57,12 @@ func TestAdvanceStartOffsets(t *testing.T) {
 	require.True(t, ok, "the partition's own file tells followers")
 	assert.Equal(t, want, v)
 
-	l1, err := s.Log("t", 1)
-	require.NoError(t, err)
+	l1 := partitionLog(t, s, "t", 1)
 	assert.Zero(t, l1.StartOffset())
 	require.NoError(t, s.Close())
 
-	s, err = OpenStore(root, StoreOptions{})
-	require.NoError(t, err)
-	defer s.Close()
-	l0, err = s.Log("t", 0)
-	require.NoError(t, err)
+	s = openStore(t, root, StoreOptions{})
+	l0 = partitionLog(t, s, "t", 0)
 	assert.Equal(t, want, l0.StartOffset())
 	assert.Equal(t, int64(1500), readAll(t, l0, want))
 }
@@ -85,26 +79,21 @@ func TestAdvanceStartOffsetsPowerCut(t *testing.T) {
 	var want [2]int64
 	var targets []PartitionOffset
 	for p := range want {
-		l, err := s.Log("t", int32(p))
-		require.NoError(t, err)
+		l := partitionLog(t, s, "t", int32(p))
 		want[p] = l.segments()[2+p].Base()
 		targets = append(targets, PartitionOffset{"t", int32(p), want[p]})
 	}
 	require.NoError(t, s.AdvanceStartOffsets(targets))
-	l0, err := s.Log("t", 0)
-	require.NoError(t, err)
+	l0 := partitionLog(t, s, "t", 0)
 	_, err = l0.DeleteSegmentsBefore(want[0]) // partition 1 keeps its files
 	require.NoError(t, err)
 
 	fsys2, _, err := fsys.Restart(crashfs.Options{})
 	require.NoError(t, err)
 	_ = s.Close() // fails: the power went; it lets go of the lock
-	s2, err := OpenStore(root, StoreOptions{Log: Options{FS: fsys2}})
-	require.NoError(t, err)
-	defer s2.Close()
+	s2 := openStore(t, root, StoreOptions{Log: Options{FS: fsys2}})
 	for p := range want {
-		l, err := s2.Log("t", int32(p))
-		require.NoError(t, err)
+		l := partitionLog(t, s2, "t", int32(p))
 		assert.Equal(t, want[p], l.StartOffset(), "partition %d", p)
 		assert.Equal(t, int64(500), readAll(t, l, want[p]))
 	}
@@ -115,23 +104,18 @@ func TestAdvanceStartOffsetsPowerCut(t *testing.T) {
 func TestDeleteTopicDropsStartOffsets(t *testing.T) {
 	root := t.TempDir()
 	s := storeWithSegments(t, root, Options{}, 1, 400)
-	l, err := s.Log("t", 0)
-	require.NoError(t, err)
+	l := partitionLog(t, s, "t", 0)
 	start := l.segments()[2].Base()
 	require.NoError(t, s.AdvanceStartOffsets([]PartitionOffset{{"t", 0, start}}))
 	require.Equal(t, start, l.StartOffset())
 	require.NoError(t, s.DeleteTopic("t"))
 	require.NoError(t, s.CreateTopic("t", 1, TopicConfig{}))
-	l, err = s.Log("t", 0)
-	require.NoError(t, err)
+	l = partitionLog(t, s, "t", 0)
 	fill(t, l, int(start)+50, 10)
 	require.NoError(t, s.Close())
 
-	s, err = OpenStore(root, StoreOptions{})
-	require.NoError(t, err)
-	defer s.Close()
-	l, err = s.Log("t", 0)
-	require.NoError(t, err)
+	s = openStore(t, root, StoreOptions{})
+	l = partitionLog(t, s, "t", 0)
 	assert.Zero(t, l.StartOffset())
 	assert.Equal(t, start+50, readAll(t, l, 0))
 }
@@ -141,9 +125,7 @@ func TestDeleteTopicDropsStartOffsets(t *testing.T) {
 // records written again).
 func TestTruncateBelowAdvancedStart(t *testing.T) {
 	s := storeWithSegments(t, t.TempDir(), Options{}, 1, 400)
-	defer s.Close()
-	l, err := s.Log("t", 0)
-	require.NoError(t, err)
+	l := partitionLog(t, s, "t", 0)
 	start := l.segments()[2].Base()
 	require.NoError(t, s.AdvanceStartOffsets([]PartitionOffset{{"t", 0, start}}))
 	assert.ErrorIs(t, l.Truncate(start-1), ErrOffsetOutOfRange)
@@ -154,8 +136,7 @@ func TestTruncateBelowAdvancedStart(t *testing.T) {
 func TestDamagedStoreStartOffsetsRefused(t *testing.T) {
 	root := t.TempDir()
 	s := storeWithSegments(t, root, Options{}, 1, 400)
-	l, err := s.Log("t", 0)
-	require.NoError(t, err)
+	l := partitionLog(t, s, "t", 0)
 	require.NoError(t, s.AdvanceStartOffsets([]PartitionOffset{{"t", 0, l.segments()[1].Base()}}))
 	require.NoError(t, s.Close())
 	path := filepath.Join(root, storeStartOffsetsFile)

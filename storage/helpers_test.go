@@ -1,0 +1,123 @@
+package storage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/seglog/seglog/segment"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Helpers shared by the package's tests.
+
+// small makes segments roll often.
+func small() Options {
+	return Options{SegmentBytes: 4096, IndexIntervalBytes: 256, MaxIndexBytes: 1024}
+}
+
+func val(off int64) []byte { return []byte(fmt.Sprintf("value-%06d", off)) }
+
+// fill appends n records in batches of per, each value naming its offset.
+func fill(t testing.TB, l *Log, n, per int) {
+	t.Helper()
+	for i := 0; i < n; i += per {
+		var recs []Record
+		for j := 0; j < per && i+j < n; j++ {
+			off := l.EndOffset() + int64(j)
+			recs = append(recs, Record{Timestamp: 1_000_000 + off, Key: []byte("k"), Value: val(off)})
+		}
+		res, err := l.Append(recs...)
+		require.NoError(t, err)
+		require.Equal(t, res.LastOffset-res.FirstOffset+1, int64(len(recs)))
+	}
+}
+
+// readAll reads every record from offset to the end and checks its value.
+func readAll(t testing.TB, l *Log, from int64) int64 {
+	t.Helper()
+	r := l.NewReader(from)
+	want := from
+	for r.Next() {
+		rec := r.Record()
+		require.Equal(t, want, rec.Offset)
+		require.Equal(t, string(val(want)), string(rec.Value))
+		want++
+	}
+	require.NoError(t, r.Err())
+	return want
+}
+
+// openLog opens the log in dir with opts; it is closed when the test ends
+// (closing it before is fine: Close is idempotent).
+func openLog(t testing.TB, dir string, opts Options) *Log {
+	t.Helper()
+	l, err := Open(dir, opts)
+	return closeAtEnd(t, l, err)
+}
+
+// openFilled opens the log in dir with opts, as openLog does, and fills it
+// with n records in batches of per.
+func openFilled(t testing.TB, dir string, opts Options, n, per int) *Log {
+	t.Helper()
+	l := openLog(t, dir, opts)
+	fill(t, l, n, per)
+	return l
+}
+
+// openReadOnly opens the log in dir read-only, as openLog does.
+func openReadOnly(t testing.TB, dir string, opts Options) *Log {
+	t.Helper()
+	opts.ReadOnly = true
+	return openLog(t, dir, opts)
+}
+
+// openStore opens the store at root with opts; it is closed when the test
+// ends.
+func openStore(t testing.TB, root string, opts StoreOptions) *Store {
+	t.Helper()
+	s, err := OpenStore(root, opts)
+	return closeAtEnd(t, s, err)
+}
+
+// closeAtEnd fails the test on err, else has c closed when the test ends
+// and returns it.
+func closeAtEnd[C interface{ Close() error }](t testing.TB, c C, err error) C {
+	t.Helper()
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// partitionLog returns the log of partition p of topic in s.
+func partitionLog(t testing.TB, s *Store, topic string, p int32) *Log {
+	t.Helper()
+	l, err := s.Log(topic, p)
+	require.NoError(t, err)
+	return l
+}
+
+// assertRecords asserts that l ends at end and that every record from 0 up
+// to it reads back as fill wrote it.
+func assertRecords(t testing.TB, l *Log, end int64, msgAndArgs ...any) {
+	t.Helper()
+	assert.Equal(t, end, l.EndOffset(), msgAndArgs...)
+	assert.Equal(t, end, readAll(t, l, 0), msgAndArgs...)
+}
+
+func mustHeader(t testing.TB, b []byte) segment.Header {
+	h, err := segment.ParseHeader(b, segment.DefaultLimits)
+	require.NoError(t, err)
+	return h
+}
+
+// removeSegmentFiles removes the segment at base from dir: its .log and
+// both indexes.
+func removeSegmentFiles(t testing.TB, dir string, base int64) {
+	t.Helper()
+	for _, sfx := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+		require.NoError(t, os.Remove(filepath.Join(dir, segment.FileName(base, sfx))))
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/seglog/seglog/segment"
@@ -38,10 +37,10 @@ func benchStore(b *testing.B, template string) string {
 	root := b.TempDir()
 	ents, err := os.ReadDir(template)
 	require.NoError(b, err)
-	active := ""
+	active := int64(-1)
 	for _, e := range ents {
-		if base, ok := segment.ParseFileName(e.Name(), segment.LogSuffix); ok {
-			active = max(active, segment.FileName(base, ""))
+		if base, suffix, ok := segmentFile(e.Name()); ok && suffix == segment.LogSuffix {
+			active = max(active, base)
 		}
 	}
 	for p := range benchPartitions {
@@ -49,10 +48,8 @@ func benchStore(b *testing.B, template string) string {
 		require.NoError(b, os.Mkdir(dir, 0o750))
 		for _, e := range ents {
 			src, dst := filepath.Join(template, e.Name()), filepath.Join(dir, e.Name())
-			if strings.HasSuffix(e.Name(), segment.LogSuffix) || strings.HasSuffix(e.Name(), segment.IndexSuffix) || strings.HasSuffix(e.Name(), segment.TimeIndexSuffix) {
-				if !strings.HasPrefix(e.Name(), active) && os.Link(src, dst) == nil {
-					continue
-				}
+			if base, _, ok := segmentFile(e.Name()); ok && base != active && os.Link(src, dst) == nil {
+				continue
 			}
 			copyFile(b, src, dst)
 		}

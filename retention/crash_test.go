@@ -62,16 +62,14 @@ func assertConsistent(t *testing.T, l *storage.Log, start int64) {
 	require.NoError(t, err)
 	logs := map[int64]bool{}
 	for _, e := range ents {
-		if b, ok := segment.ParseFileName(e.Name(), segment.LogSuffix); ok {
+		if b, suffix, ok := segmentFile(e.Name()); ok && suffix == segment.LogSuffix {
 			logs[b] = true
 			assert.GreaterOrEqual(t, b, start, "segment %s below the start offset", e.Name())
 		}
 	}
 	for _, e := range ents {
-		for _, suf := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
-			if b, ok := segment.ParseFileName(e.Name(), suf); ok {
-				assert.True(t, logs[b], "%s has no .log", e.Name())
-			}
+		if b, suffix, ok := segmentFile(e.Name()); ok && suffix != segment.LogSuffix {
+			assert.True(t, logs[b], "%s has no .log", e.Name())
 		}
 		assert.False(t, strings.HasSuffix(e.Name(), ".tmp"), e.Name())
 	}
@@ -79,6 +77,17 @@ func assertConsistent(t *testing.T, l *storage.Log, start int64) {
 	_, err = l.Append(storage.Record{Value: val(22)})
 	require.NoError(t, err)
 	assert.Equal(t, int64(23), readAll(t, l, start))
+}
+
+// segmentFile parses the name of one of a segment's files (its .log,
+// .index or .timeindex): the segment's base offset and the file's suffix.
+func segmentFile(name string) (base int64, suffix string, ok bool) {
+	for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+		if base, ok := segment.ParseFileName(name, suffix); ok {
+			return base, suffix, true
+		}
+	}
+	return 0, "", false
 }
 
 // A crash between the start-offset checkpoint and the removal of the files

@@ -74,7 +74,9 @@ func TestCrashSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(42, 42))
 	var acked int64 = -1
-	for round := 0; round < 20; round++ {
+	// At least 20 kills, and on until 1,000 acknowledged appends survived
+	// them (a loaded machine fsyncs fewer per round), 60 at most.
+	for round := 0; round < 20 || acked <= 1000 && round < 60; round++ {
 		killChildAfter(t, "SEGLOG_CRASH_DIR="+dir, time.Duration(30+rng.IntN(150))*time.Millisecond, func(f []string) {
 			last, err := strconv.ParseInt(f[2], 10, 64)
 			require.NoError(t, err)
@@ -107,7 +109,7 @@ func TestCrashSIGKILL(t *testing.T) {
 			l.lock.unlock()
 		}
 	}
-	assert.Greater(t, acked, int64(1000), "the child made progress")
+	assert.Greater(t, acked, int64(1000), "the child made progress in 60 rounds")
 }
 
 // killChildAfter runs this test binary as a child with the environment

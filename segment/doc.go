@@ -67,4 +67,15 @@
 // sealed one is read-only. Opening a sealed segment reads nothing: files
 // and index maps are opened on first use, so a log with thousands of
 // segments opens in constant time.
+//
+// The active segment's .log is preallocated (fallocate, with the file
+// size) about a MiB ahead of its data, so that the fdatasync after an
+// append has no new file size to commit. Its file size is therefore not
+// its data's end: past the last batch lie zeros. A zeroed header is never
+// a batch (version 0), so every scan ends at a zero tail, a zeroed header
+// with nothing but zeros after it, without an error; a zeroed header
+// followed by anything else is corruption. Recovery cuts a zero tail
+// without counting it as damage, Seal and Close cut the preallocated part
+// (sealed segments and clean reopens have exact sizes), and sizes reported
+// are always the data's.
 package segment

@@ -22,7 +22,9 @@ func OpenFollow(dir string, base int64, opts Options) (*Segment, error) {
 
 // Shrunk reports whether the writer truncated a followed segment (OpenFollow)
 // under this view: the file is shorter than what the view has read, or the
-// last batch it read is no longer there (truncated, then written again).
+// last batch it read is no longer there (truncated, then written again, or
+// zeros: truncated, then preallocated again). A file longer than the data
+// says nothing: the writer preallocates.
 func (s *Segment) Shrunk() (bool, error) {
 	size, err := s.acquireStat()
 	if err != nil {
@@ -66,7 +68,9 @@ func (s *Segment) Refresh() (bool, error) {
 	// A batch being written, or one not ours to judge, ends the scan:
 	// it is looked at again by the next Refresh.
 	var sc Scanner
-	s.scan(&sc, size, ScanOptions{Start: pos, Verify: true, CheckOffsets: true, FirstOffset: next, Window: tailWindow})
+	// The writer preallocates: its file size is not its data's end, and
+	// a zeroed header is where it has not written yet.
+	s.scan(&sc, size, ScanOptions{Start: pos, Verify: true, CheckOffsets: true, FirstOffset: next, Window: tailWindow, zeroHeaderEnds: true})
 	grew := false
 	for sc.Next() {
 		h := sc.Header()

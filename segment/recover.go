@@ -15,9 +15,10 @@ const (
 
 // OpenActive opens the last segment of a log for appending after a clean
 // shutdown: it finds the end by scanning batch headers forward from the
-// last index entry, which reads at most one index interval. A segment whose
-// tail does not scan cleanly returns an error wrapping ErrCorrupt; the
-// caller then calls Recover.
+// last index entry, which reads at most one index interval (and the zero
+// tail a crash can leave of the preallocated part). A segment whose tail
+// does not scan cleanly returns an error wrapping ErrCorrupt; the caller
+// then calls Recover.
 func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
 	s := newSegment(dir, base, opts)
 	s.writable = true
@@ -49,6 +50,7 @@ func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
 	}
 	s.size.Store(pos)
 	s.next.Store(next)
+	s.allocated = size // past pos: a zero tail (preallocated, not written)
 	if last, ok := s.tidx.Last(); ok && last.Timestamp > s.maxTS.Load() {
 		s.maxTS.Store(last.Timestamp)
 		s.maxTSOff.Store(last.Offset)
@@ -112,7 +114,8 @@ func (s *Segment) rebuildSealedIndexesLocked() error {
 // Recover rescans the whole .log: it validates every batch (header,
 // checksum, offsets following on from the segment's base), rebuilds both
 // indexes, and cuts the file at the first invalid batch. It returns how
-// many bytes were cut. The segment is left writable (active); Seal it if
+// many bytes were cut, not counting a zero tail (the preallocated part a
+// crash leaves past the data), which is cut too. The segment is left writable (active); Seal it if
 // it is not the last.
 func (s *Segment) Recover() (truncated int64, err error) {
 	s.mu.Lock()
@@ -164,16 +167,23 @@ func (s *Segment) scanLocked(cut bool) (int64, error) {
 	if err := sc.Err(); err != nil && !errors.As(err, &corrupt) {
 		return 0, err // an I/O error is not a reason to cut
 	}
-	cutBytes := fileSize - pos
-	if cutBytes > 0 && !cut {
+	// A zero tail (preallocated, never written) is cut but loses nothing:
+	// it is not counted, and not corruption in a sealed segment.
+	cutBytes, lost := fileSize-pos, fileSize-pos
+	if sc.End() == pos && sc.ZeroTail() {
+		lost = 0
+	}
+	if lost > 0 && !cut {
 		return 0, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: invalid batch in a sealed segment (%d bytes after it)", ErrCorrupt, cutBytes)}
 	}
-	if cutBytes > 0 {
+	s.allocated = fileSize
+	if cutBytes > 0 && cut {
 		if err := s.log.Truncate(pos); err != nil {
 			return 0, fmt.Errorf("segment: truncate %s to %d: %w", s.LogPath(), pos, err)
 		}
+		s.allocated = pos
 	}
 	s.size.Store(pos)
 	s.next.Store(next)
-	return cutBytes, nil
+	return lost, nil
 }

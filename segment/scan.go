@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +37,7 @@ type Scanner struct {
 	next     int64 // offset the next batch must start at; -1: not checked
 	nextOff  int64 // offset after the last batch scanned (FirstOffset before)
 	err      error
+	zeroTail bool // the scan ended at a zero tail (see Next)
 }
 
 // ScanOptions configure a Scanner. The zero value scans headers only from
@@ -61,6 +63,11 @@ type ScanOptions struct {
 	Window int
 	// Buf is memory to reuse for the window.
 	Buf []byte
+
+	// zeroHeaderEnds ends the scan at a zeroed header without reading
+	// what follows it: a follower, for which the writer's preallocated
+	// tail is "not written yet" and anything after it is looked at again.
+	zeroHeaderEnds bool
 }
 
 // NewScanner scans the batches of r, which holds size bytes.
@@ -100,19 +107,33 @@ func (sc *Scanner) ResetBuffer(b []byte, opts ScanOptions) {
 }
 
 // Next advances to the next batch and reports whether there is one: false
-// at the end of the input or at the first invalid batch (see Err).
+// at the end of the input, at a zero tail (a zeroed header with nothing
+// but zeros after it: the unwritten, preallocated end of an active .log;
+// see ZeroTail), or at the first invalid batch (see Err).
 func (sc *Scanner) Next() bool {
-	if sc.err != nil || sc.pos >= sc.size {
+	if sc.err != nil || sc.zeroTail || sc.pos >= sc.size {
 		return false
 	}
 	pos := sc.pos
-	if left := sc.size - pos; left < HeaderSize {
-		return sc.corrupt(pos, fmt.Errorf("%w: %d bytes left, less than a batch header", ErrCorrupt, left))
-	}
-	b, err := sc.window(pos, HeaderSize)
+	left := sc.size - pos
+	b, err := sc.window(pos, min(left, HeaderSize))
 	if err != nil {
-		sc.err = err
-		return false
+		return sc.fail(err)
+	}
+	if allZero(b) {
+		// A zeroed header is never a batch (version 0): zeros to the end
+		// are a preallocated tail, the end of the data.
+		end, err := sc.zerosToEnd(pos + int64(len(b)))
+		if err != nil {
+			return sc.fail(err)
+		}
+		if end {
+			sc.zeroTail = true
+			return false
+		}
+	}
+	if left < HeaderSize {
+		return sc.corrupt(pos, fmt.Errorf("%w: %d bytes left, less than a batch header", ErrCorrupt, left))
 	}
 	h, err := ParseHeader(b, sc.opts.Limits)
 	if err != nil {
@@ -127,8 +148,7 @@ func (sc *Scanner) Next() bool {
 	if sc.opts.Verify {
 		b, err := sc.window(pos, int64(h.Size()))
 		if err != nil {
-			sc.err = err
-			return false
+			return sc.fail(err)
 		}
 		if _, err := Verify(b, sc.opts.Limits); err != nil {
 			return sc.corrupt(pos, err)
@@ -141,6 +161,65 @@ func (sc *Scanner) Next() bool {
 	sc.h, sc.batchPos, sc.pos = h, pos, pos+int64(h.Size())
 	return true
 }
+
+// zeroScanChunk is how much of a zero tail one read checks at least.
+const zeroScanChunk = 64 << 10
+
+// zerosToEnd reports whether every input byte from pos on is zero (with
+// zeroHeaderEnds, it takes that on trust).
+func (sc *Scanner) zerosToEnd(pos int64) (bool, error) {
+	if sc.opts.zeroHeaderEnds {
+		return true, nil
+	}
+	chunk := max(int64(sc.opts.Window), zeroScanChunk)
+	for pos < sc.size {
+		b, err := sc.window(pos, min(chunk, sc.size-pos))
+		if err != nil {
+			return false, err
+		}
+		if !allZero(b) {
+			return false, nil
+		}
+		pos += int64(len(b))
+	}
+	return true, nil
+}
+
+// allZero reports whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// fail stops the scan at an I/O error. A file that ended before the
+// input's size (another process cut it meanwhile: a writer trimming its
+// preallocated tail when it rolls or closes) is scanned again from the
+// same batch as that shorter input.
+func (sc *Scanner) fail(err error) bool {
+	if errors.Is(err, errInputEnded) {
+		if sc.pos > sc.size && sc.h.Length != 0 {
+			// A batch taken on its header alone is cut.
+			return sc.corrupt(sc.batchPos, fmt.Errorf("%w: the file ends at or before byte %d, inside the batch at %d", ErrCorrupt, sc.size, sc.batchPos))
+		}
+		return sc.Next()
+	}
+	sc.err = err
+	return false
+}
+
+// errInputEnded is window's error when the file ends before the input's
+// size: sc.size was lowered to where it ends.
+var errInputEnded = errors.New("segment: the file ends before the size scanned")
 
 func (sc *Scanner) corrupt(pos int64, err error) bool {
 	sc.err = &CorruptError{File: sc.opts.File, Pos: pos, Err: err}
@@ -163,12 +242,37 @@ func (sc *Scanner) window(pos, n int64) ([]byte, error) {
 		sc.buf = make([]byte, want)
 	}
 	sc.buf = sc.buf[:want]
-	if k, err := sc.r.ReadAt(sc.buf, pos); err != nil && !(errors.Is(err, io.EOF) && k == len(sc.buf)) {
+	k, err := sc.r.ReadAt(sc.buf, pos)
+	k = max(0, min(k, len(sc.buf)))
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF) && int64(k) < n:
+		// The file is shorter than the input's size: another process
+		// cut it (a writer trimming its preallocated tail). Its end is
+		// the input's end from now on; nothing read at pos says whether
+		// it ends at pos or before (fail narrows that down).
+		end := pos + int64(k)
+		if k == 0 && pos > 0 && !sc.readable(pos-1) {
+			end = pos - 1
+		}
+		sc.buf, sc.bufPos, sc.size = sc.buf[:k], pos, min(sc.size, end)
+		return nil, fmt.Errorf("%w: %s at %d", errInputEnded, sc.opts.File, end)
+	case errors.Is(err, io.EOF):
+		// A short read still serves the n bytes; the read-ahead was cut.
+		sc.buf = sc.buf[:k]
+	default:
 		sc.buf, sc.bufPos = sc.buf[:0], 0
 		return nil, fmt.Errorf("segment: read %s at %d: %w", sc.opts.File, pos, err)
 	}
 	sc.bufPos = pos
 	return sc.buf[:n], nil
+}
+
+// readable reports whether the file has a byte at pos.
+func (sc *Scanner) readable(pos int64) bool {
+	var b [1]byte
+	k, _ := sc.r.ReadAt(b[:], pos)
+	return k == 1
 }
 
 // buffered returns the n input bytes at pos if the scanner's buffer holds
@@ -206,6 +310,11 @@ func (sc *Scanner) Batch() ([]byte, error) {
 }
 
 // Err returns the error that stopped the scan: nil at the end of the
-// input, a *CorruptError (wrapping ErrCorrupt) at an invalid batch, or an
-// I/O error.
+// input (or at a zero tail, see ZeroTail), a *CorruptError (wrapping
+// ErrCorrupt) at an invalid batch, or an I/O error.
 func (sc *Scanner) Err() error { return sc.err }
+
+// ZeroTail reports whether the scan ended at a zero tail: from End on, the
+// input holds only zeros (the part of a preallocated .log not written
+// yet). A zeroed header followed by anything else is corruption.
+func (sc *Scanner) ZeroTail() bool { return sc.zeroTail }

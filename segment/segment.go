@@ -168,6 +168,10 @@ type Segment struct {
 
 	// Writer state, touched only by the writer.
 	sinceIndex int // bytes appended since the last index entry
+	// allocated is where the writable .log's preallocated part ends
+	// (preallocate): past size, the file holds zeros not yet written.
+	allocated  int64
+	noPrealloc bool // an Allocate failed: append past the end instead
 }
 
 func (s *Segment) path(suffix string) string {
@@ -272,10 +276,11 @@ func (s *Segment) MaxTimestamp() (ts, offset int64, ok bool, err error) {
 	return s.maxTS.Load(), off, off >= 0, nil
 }
 
-// Close closes the files. An active segment's indexes are trimmed to
-// their used length and fsynced, so that an open after a clean close can
-// trust them (the .log is the caller's to fsync first). The segment cannot
-// be used afterwards.
+// Close closes the files. An active segment's .log is cut back to its
+// data (its preallocated tail goes, and the cut is fsynced) and its
+// indexes are trimmed to their used length and fsynced, so that an open
+// after a clean close can trust them (the .log's data is the caller's to
+// fsync first). The segment cannot be used afterwards.
 func (s *Segment) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -283,7 +288,12 @@ func (s *Segment) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := s.closeFilesLocked()
+	var err error
+	if s.writable && !s.deleted {
+		// Exact size for a clean reopen: no preallocated tail.
+		err = s.trimLogLocked()
+	}
+	err = errors.Join(err, s.closeFilesLocked())
 	if s.opts.Budget != nil {
 		s.opts.Budget.release(s)
 	}

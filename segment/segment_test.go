@@ -168,13 +168,24 @@ func TestRecoverCutAndGarbage(t *testing.T) {
 		}
 		require.NoError(t, s.Close())
 	}
+	// A tail of zeros (a preallocated part never written, or the first
+	// bytes of a base offset) is cut but not counted: nothing was lost.
+	counted := func(tail []byte) int64 {
+		if allZero(tail) {
+			return 0
+		}
+		return int64(len(tail))
+	}
 	for n := lastStart; n < len(full); n++ {
 		require.NoError(t, os.WriteFile(logPath, full[:n], 0o640))
-		check(t, len(batches)-1, int64(n-lastStart))
+		check(t, len(batches)-1, counted(full[lastStart:n]))
 	}
 	for _, garbage := range [][]byte{{0}, bytes.Repeat([]byte{0xff}, 100), full[:HeaderSize+3], make([]byte, 5000)} {
 		require.NoError(t, os.WriteFile(logPath, append(bytes.Clone(full), garbage...), 0o640))
-		check(t, len(batches), int64(len(garbage)))
+		check(t, len(batches), counted(garbage))
+		fi, err := os.Stat(logPath)
+		require.NoError(t, err)
+		assert.Equal(t, int64(len(full)), fi.Size(), "cut back to the data")
 	}
 	// A flipped byte in the middle keeps everything before that batch.
 	for _, i := range []int{0, 17, 30, len(batches[0]) + 40} {

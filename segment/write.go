@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"syscall"
 
 	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/internal/vfs"
@@ -50,19 +52,87 @@ func (s *Segment) Append(batch []byte, h Header) (pos int64, err error) {
 			s.sinceIndex = prevSince
 		}
 	}()
+	if end := pos + int64(len(batch)); end > s.allocated && !s.noPrealloc {
+		s.preallocate(end)
+	}
 	if _, err := s.log.WriteAt(batch, pos); err != nil {
 		// Cut off whatever part reached the file so that the next append
 		// and a reopen see the segment as it was.
-		_ = s.log.Truncate(pos)
+		s.cutFailedLocked(pos)
 		return 0, fmt.Errorf("segment: write %s at %d: %w", s.LogPath(), pos, err)
 	}
 	if err := s.addBatchLocked(h, pos, false); err != nil {
-		_ = s.log.Truncate(pos)
+		s.cutFailedLocked(pos)
 		return 0, fmt.Errorf("segment: %w", err)
 	}
 	s.size.Store(pos + int64(len(batch)))
 	s.next.Store(h.NextOffset())
 	return pos, nil
+}
+
+// preallocChunk is how far ahead of the data the .log is allocated.
+const preallocChunk = 1 << 20
+
+// preallocate extends the .log's allocated part, with a file size, past
+// end (where an append is about to end): preallocChunk ahead, or the
+// batch when it is larger, but not past the roll size unless the batch
+// is. An fdatasync after an append within it has no file size to commit.
+// A failed Allocate (a full disk, no support) stops preallocation for the
+// segment: appends then extend the file as they write.
+func (s *Segment) preallocate(end int64) {
+	target := s.allocated + max(preallocChunk, end-s.allocated)
+	if roll := s.opts.MaxMapBytes - int64(s.opts.Limits.MaxBatchBytes); target > roll {
+		target = max(end, roll)
+	}
+	target = min(target, MaxSegmentBytes)
+	if target <= s.allocated {
+		return
+	}
+	if err := s.log.Allocate(s.allocated, target-s.allocated); err != nil {
+		// The file may have grown part of the way: a zero tail, which
+		// scans read as the end of the data and Seal and Close cut.
+		s.noPrealloc = true
+		return
+	}
+	s.allocated = target
+}
+
+// cutFailedLocked cuts the .log back to pos after a failed append, and
+// with it the preallocated part.
+func (s *Segment) cutFailedLocked(pos int64) {
+	_ = s.log.Truncate(pos)
+	s.allocated = pos
+}
+
+// trimLogLocked cuts a writable .log's preallocated tail, so that the file
+// is exactly its data, and fsyncs the cut: a sealed segment's size is
+// trusted from the file by every later open. The files need not be open.
+// The caller holds s.mu for writing.
+func (s *Segment) trimLogLocked() error {
+	f := s.log
+	if f == nil {
+		var err error
+		if f, err = s.opts.FS.OpenFile(s.LogPath(), os.O_RDWR|syscall.O_NOFOLLOW, 0); err != nil {
+			return fmt.Errorf("segment: trim: %w", err)
+		}
+		defer f.Close()
+	}
+	size := s.size.Load()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("segment: trim: %w", err)
+	}
+	if size < 0 || fi.Size() <= size {
+		return nil
+	}
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("segment: truncate %s to %d: %w", s.LogPath(), size, err)
+	}
+	s.allocated = size
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("segment: fsync %s: %w", s.LogPath(), err)
+	}
+	return nil
 }
 
 // indexDue reports whether the batch at pos gets index entries: the first
@@ -118,9 +188,10 @@ func (s *Segment) Sync() error {
 	return nil
 }
 
-// Seal makes an active segment read-only: a final time-index entry for its
-// largest timestamp, then both indexes trimmed to their used length and
-// fsynced. When the fsync fails, the next Seal (or closing the files)
+// Seal makes an active segment read-only: its .log cut back to its data
+// (the preallocated tail goes; the cut is fsynced), a final time-index
+// entry for its largest timestamp, then both indexes trimmed to their used
+// length and fsynced. When the fsync fails, the next Seal (or closing the files)
 // tries it again: Seal returns nil only once the indexes are durable.
 func (s *Segment) Seal() error {
 	if err := s.acquire(); err != nil {
@@ -138,6 +209,9 @@ func (s *Segment) Seal() error {
 		}
 	}
 	if s.writable {
+		if err := s.trimLogLocked(); err != nil {
+			return err
+		}
 		if err := s.appendFinalTimeEntryLocked(); err != nil {
 			return err
 		}
@@ -239,6 +313,7 @@ func (s *Segment) cutLocked(pos, newNext int64) error {
 	if err := s.log.Truncate(pos); err != nil {
 		return fmt.Errorf("segment: truncate %s to %d: %w", s.LogPath(), pos, err)
 	}
+	s.allocated = pos
 	if err := errors.Join(s.oidx.TruncateTo(newNext), s.tidx.TruncateTo(newNext)); err != nil {
 		return fmt.Errorf("segment: %w", err)
 	}

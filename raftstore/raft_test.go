@@ -22,15 +22,16 @@ import (
 // testFSM applies commands that carry a unique id (so that a command
 // retried after a lost leadership counts once) and keeps a hash of the
 // sequence of (index, command) it applied, so that replicas can be
-// compared. Restores after started is set count installed snapshots.
+// compared. restored is the highest index a snapshot restore brought it
+// to: a node's own snapshots are at or below the end of its log, so a
+// restore past it is a snapshot installed from the leader.
 type testFSM struct {
 	mu      sync.Mutex
 	ids     map[uint64]bool
 	hash    uint64 // fnv-1a over (index, data) of every command applied
 	applied uint64 // index of the last command applied
 
-	started  atomic.Bool
-	restores atomic.Int32
+	restored atomic.Uint64
 }
 
 func newTestFSM() *testFSM { return &testFSM{ids: map[uint64]bool{}, hash: 14695981039346656037} }
@@ -88,8 +89,11 @@ func (f *testFSM) Restore(rc io.ReadCloser) error {
 	for p := 16; p < len(b); p += 8 {
 		f.ids[binary.BigEndian.Uint64(b[p:])] = true
 	}
-	if f.started.Load() {
-		f.restores.Add(1)
+	for {
+		r := f.restored.Load()
+		if f.applied <= r || f.restored.CompareAndSwap(r, f.applied) {
+			break
+		}
 	}
 	return nil
 }
@@ -139,23 +143,37 @@ type testCluster struct {
 	nodes []*testNode
 	logs  *lockedBuffer
 	opts  Options
+	// trailing is raft's TrailingLogs for the nodes started from now on.
+	trailing uint64
 }
+
+// Raft's TrailingLogs: many until a follower is sent away (a follower
+// that lags on a loaded machine is then served from the log, not sent a
+// snapshot: see TestRaftCluster), few from then on, so that the others
+// compact past it.
+const (
+	manyTrailingLogs = 5000
+	fewTrailingLogs  = 100
+)
 
 func (c *testCluster) config(id raft.ServerID) *raft.Config {
 	conf := raft.DefaultConfig()
 	conf.LocalID = id
-	conf.HeartbeatTimeout = 200 * time.Millisecond
-	conf.ElectionTimeout = 200 * time.Millisecond
-	conf.LeaderLeaseTimeout = 200 * time.Millisecond
+	// Short enough for a quick test, long enough that a loaded machine
+	// (two cores, the race detector) does not lose leaders all the time;
+	// the test survives lost leaderships anyway.
+	conf.HeartbeatTimeout = 500 * time.Millisecond
+	conf.ElectionTimeout = 500 * time.Millisecond
+	conf.LeaderLeaseTimeout = 500 * time.Millisecond
 	conf.CommitTimeout = 5 * time.Millisecond
 	// Let the leader take up to MaxAppendEntries commands per StoreLogs
 	// (one batch, one fsync) from the single goroutine that applies.
 	conf.BatchApplyCh = true
-	// Snapshot and compact often, keeping few entries, so that a
-	// follower that was away needs a snapshot.
+	// Snapshot and compact often, keeping few entries once trailing is
+	// fewTrailingLogs, so that a follower that was away needs a snapshot.
 	conf.SnapshotThreshold = 500
 	conf.SnapshotInterval = 100 * time.Millisecond
-	conf.TrailingLogs = 100
+	conf.TrailingLogs = c.trailing
 	conf.LogOutput = c.logs
 	conf.LogLevel = "WARN"
 	return conf
@@ -169,7 +187,16 @@ func (c *testCluster) start(n *testNode) {
 	require.NoError(t, err)
 	snaps, err := raft.NewFileSnapshotStore(filepath.Join(n.dir, "snapshots"), 2, c.logs)
 	require.NoError(t, err)
-	_, n.trans = raft.NewInmemTransport(n.addr)
+	// A transport timeout well above the default 500 ms. On a loaded
+	// machine a follower can take longer than that to answer; the leader
+	// then takes an RPC that succeeded for a failure, retries from an old
+	// next index and may send a snapshot older than the follower's log.
+	// hashicorp/raft v1.8.0 mishandles that on a MonotonicLogStore (see
+	// TestRaftCluster): it removes every entry, the ones after the
+	// snapshot included, keeps its in-memory last index, accepts the
+	// next entries after it, and panics applying the ones it removed
+	// (GetLog: log not found). That is not the store's bug; make it rare.
+	_, n.trans = raft.NewInmemTransportWithTimeout(n.addr, 10*time.Second)
 	for _, o := range c.nodes {
 		if o != n && o.trans != nil {
 			o.trans.Connect(n.addr, n.trans)
@@ -179,12 +206,15 @@ func (c *testCluster) start(n *testNode) {
 	n.fsm = newTestFSM()
 	n.raft, err = raft.NewRaft(c.config(n.id), n.fsm, n.store, n.store, snaps, n.trans)
 	require.NoError(t, err)
-	n.fsm.started.Store(true)
 }
 
-// stop shuts raft down on node n, disconnects it and closes its stores.
-func (c *testCluster) stop(n *testNode) {
+// shutdown shuts raft down on node n and disconnects it: nothing changes
+// its stores from then on; they stay open.
+func (c *testCluster) shutdown(n *testNode) {
 	require.NoError(c.t, n.raft.Shutdown().Error())
+	if n.trans == nil {
+		return
+	}
 	for _, o := range c.nodes {
 		if o != n && o.trans != nil {
 			o.trans.Disconnect(n.addr)
@@ -192,12 +222,18 @@ func (c *testCluster) stop(n *testNode) {
 	}
 	require.NoError(c.t, n.trans.Close())
 	n.trans = nil
+}
+
+// stop shuts raft down on node n (unless shutdown did), disconnects it
+// and closes its stores.
+func (c *testCluster) stop(n *testNode) {
+	c.shutdown(n)
 	require.NoError(c.t, n.store.Close())
 	n.raft = nil
 }
 
 func newTestCluster(t *testing.T, n int, opts Options) *testCluster {
-	c := &testCluster{t: t, logs: &lockedBuffer{}, opts: opts}
+	c := &testCluster{t: t, logs: &lockedBuffer{}, opts: opts, trailing: manyTrailingLogs}
 	var servers []raft.Server
 	for i := 0; i < n; i++ {
 		node := &testNode{id: raft.ServerID(fmt.Sprintf("node%d", i)), addr: raft.ServerAddress(fmt.Sprintf("addr%d", i)), dir: t.TempDir()}
@@ -281,9 +317,18 @@ func (c *testCluster) apply(from, to uint64) {
 // and checks that they applied the same sequence.
 func (c *testCluster) converged(ids int) {
 	c.t.Helper()
-	l := c.leader()
-	// A barrier makes the leader apply everything it committed.
-	require.NoError(c.t, l.raft.Barrier(10*time.Second).Error())
+	// A barrier makes the leader apply everything it committed. A
+	// leadership lost meanwhile (a loaded machine) fails it: ask the next
+	// leader.
+	var l *testNode
+	for round := 0; ; round++ {
+		l = c.leader()
+		err := l.raft.Barrier(10 * time.Second).Error()
+		if err == nil {
+			break
+		}
+		require.Less(c.t, round, 20, "barriers keep failing: %v", err)
+	}
 	_, _, want := l.fsm.state()
 	c.waitFor("every node to apply the leader's log", func() bool {
 		for _, n := range c.nodes {
@@ -314,6 +359,23 @@ func (c *testCluster) converged(ids int) {
 // in-memory transport elect a leader, apply 10,000 commands, survive a
 // restart of the leader from its directory, and bring back a follower
 // that was away while the leader compacted its log, with InstallSnapshot.
+//
+// Leaderships may be lost at any step on a loaded machine: applies and
+// barriers are retried on the next leader, and whatever must hold for
+// whichever node leads is checked on every running node.
+//
+// A failure seen under load ("panic: log not found" in raft's
+// processLogs, on a follower) comes from hashicorp/raft v1.8.0, not from
+// the store: a follower given a snapshot older than the end of its log
+// (the leader took a timed-out InstallSnapshot or AppendEntries for a
+// failure and sent the snapshot again) removes every entry on a
+// MonotonicLogStore (removeOldLogs: DeleteRange(first, last)), the ones
+// after the snapshot included, but keeps its in-memory last index; it
+// then accepts the entries after that index (its store is empty, so any
+// first index is valid, as raft-wal allows) and panics applying the ones
+// between the snapshot and them (hashicorp/raft#697, fix proposed in
+// #704). The long transport timeout and many trailing logs until the
+// follower goes away make it rare; nothing here hides it.
 func TestRaftCluster(t *testing.T) {
 	// Small segments, so that compaction frees some.
 	c := newTestCluster(t, 3, Options{Log: storage.Options{SegmentBytes: 16 << 10}})
@@ -346,7 +408,7 @@ func TestRaftCluster(t *testing.T) {
 	_, _, applied := old.fsm.state()
 	assert.Positive(t, applied, "the restarted node applies again")
 
-	// A follower goes away; the leader moves on and compacts past it.
+	// A follower goes away; the others move on and compact past it.
 	leader := c.leader()
 	var away *testNode
 	for _, n := range c.nodes {
@@ -355,24 +417,51 @@ func TestRaftCluster(t *testing.T) {
 			break
 		}
 	}
+	// Its last index once raft stopped on it: nothing is appended to it
+	// after that.
+	c.shutdown(away)
 	_, awayLast := firstLast(t, away.store)
 	c.stop(away)
+	c.trailing = fewTrailingLogs
+	for _, n := range c.nodes {
+		if n.raft != nil {
+			conf := c.config(n.id)
+			require.NoError(t, n.raft.ReloadConfig(raft.ReloadableConfig{
+				TrailingLogs:      conf.TrailingLogs,
+				SnapshotInterval:  conf.SnapshotInterval,
+				SnapshotThreshold: conf.SnapshotThreshold,
+				HeartbeatTimeout:  conf.HeartbeatTimeout,
+				ElectionTimeout:   conf.ElectionTimeout,
+			}))
+		}
+	}
 	next := uint64(11_000)
 	for {
 		c.apply(next, next+1000)
 		next += 1000
-		f, err := leader.store.FirstIndex()
-		require.NoError(t, err)
-		if f > awayLast+1 {
+		// Whichever of the others leads when the follower comes back
+		// must lack the entry after its last one (the leadership may
+		// change meanwhile on a loaded machine): both compacted past it.
+		past := true
+		for _, n := range c.nodes {
+			if n == away {
+				continue
+			}
+			f, err := n.store.FirstIndex()
+			require.NoError(t, err)
+			past = past && f > awayLast+1
+			require.Less(t, next, uint64(40_000), "%s never compacted past index %d (first index %d)", n.id, awayLast, f)
+		}
+		if past {
 			break
 		}
-		require.Less(t, next, uint64(40_000), "the leader never compacted past index %d (first index %d)", awayLast, f)
 	}
-	t.Logf("leader compacted past the follower at %v, %d commands", time.Since(begin), next)
+	t.Logf("the others compacted past the follower at %v, %d commands", time.Since(begin), next)
 	c.start(away)
 	c.converged(int(next))
 	t.Logf("follower caught up at %v", time.Since(begin))
-	assert.Positive(t, away.fsm.restores.Load(), "the follower installed the leader's snapshot")
+	// Its own snapshots are at or below awayLast.
+	assert.Greater(t, away.fsm.restored.Load(), awayLast, "the follower installed the leader's snapshot")
 	// Installing it, raft removes every old entry (the store is
 	// monotonic), after the FSM restore: wait for it. The store is empty
 	// then, or already holds entries after the snapshot; the next
@@ -385,6 +474,9 @@ func TestRaftCluster(t *testing.T) {
 	c.apply(next, next+500)
 	next += 500
 	c.converged(int(next))
+	// Check the follower's log with raft stopped on it, so that no
+	// compaction of its own removes entries while they are read.
+	c.shutdown(away)
 	f, l := firstLast(t, away.store)
 	assert.Greater(t, f, awayLast, "old entries removed")
 	away.store.shapeMu.RLock()

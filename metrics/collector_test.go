@@ -17,6 +17,7 @@ import (
 	"github.com/seglog/seglog/metrics"
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/retention"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -120,17 +121,23 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-// logBytes sums the sizes of the .log files in a partition directory, as
-// the file system reports them.
+// logBytes sums the bytes of the batches in the .log files of a partition
+// directory, as a scan of the files finds them (an active segment's file
+// is preallocated past its last batch).
 func logBytes(t *testing.T, dir string) int64 {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	require.NoError(t, err)
 	var n int64
 	for _, p := range paths {
-		fi, err := os.Stat(p)
+		data, err := os.ReadFile(p)
 		require.NoError(t, err)
-		n += fi.Size()
+		var sc segment.Scanner
+		sc.Reset(nil, int64(len(data)), segment.ScanOptions{File: p, Buf: data})
+		for sc.Next() {
+		}
+		require.NoError(t, sc.Err())
+		n += sc.End()
 	}
 	return n
 }

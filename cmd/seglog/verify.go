@@ -335,7 +335,6 @@ func (v *verifier) segment(path string, base int64, last, clean, live, haveRP bo
 		return base, st
 	}
 	defer f.Close()
-	st.size = size
 	chk := loadIndexChecker(path, base, size)
 	s := newBatchWalk(f, size, path)
 	next := base
@@ -356,6 +355,9 @@ func (v *verifier) segment(path string, base int64, last, clean, live, haveRP bo
 		st.batches++
 		st.records += int64(h.RecordCount)
 	}
+	// The bytes of the batches: an active segment's file is preallocated
+	// past them.
+	st.size = s.End()
 	if err := s.Err(); err != nil {
 		torn := last && !clean && (!haveRP || next >= rp) && isCorrupt(err)
 		switch {

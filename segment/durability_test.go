@@ -1,8 +1,11 @@
 package segment
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -11,6 +14,324 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// fileSize returns the size of the file at path.
+func fileSize(t testing.TB, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	return fi.Size()
+}
+
+// copySegmentFiles copies the files of the segment at base from src to dst
+// as they are now, as a SIGKILL leaves them (no Close, no trim).
+func copySegmentFiles(t testing.TB, src, dst string, base int64) {
+	t.Helper()
+	for _, suffix := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+		b, err := os.ReadFile(filepath.Join(src, FileName(base, suffix)))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dst, FileName(base, suffix)), b, 0o640))
+	}
+}
+
+// An append preallocates the .log ahead of the data; the segment's size
+// is the data's.
+func TestAppendPreallocates(t *testing.T) {
+	dir := t.TempDir()
+	s := createT(t, dir, 0)
+	defer s.Close()
+	appendN(t, s, 10, 3, 100)
+	size, err := s.Size()
+	require.NoError(t, err)
+	assert.Equal(t, int64(preallocChunk), fileSize(t, s.LogPath()), "one chunk allocated")
+	assert.Less(t, size, int64(preallocChunk))
+	// A batch larger than the chunk allocates at least itself.
+	appendN(t, s, 1, 1, 3*preallocChunk/2)
+	size, err = s.Size()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, fileSize(t, s.LogPath()), size)
+	assert.Equal(t, int64(31), s.NextOffset())
+}
+
+// Preallocation stops at the roll size (MaxMapBytes less a batch) unless
+// a batch passes it.
+func TestPreallocateCappedAtRollSize(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOpts()
+	opts.MaxMapBytes = 64<<10 + int64(DefaultLimits.MaxBatchBytes)
+	s, err := Create(dir, 0, opts)
+	require.NoError(t, err)
+	defer s.Close()
+	appendN(t, s, 1, 1, 100)
+	assert.Equal(t, int64(64<<10), fileSize(t, s.LogPath()))
+	appendN(t, s, 1, 1, 100<<10)
+	size, err := s.Size()
+	require.NoError(t, err)
+	assert.Equal(t, size, fileSize(t, s.LogPath()), "past the roll size: exactly the data")
+}
+
+// Seal and Close cut the preallocated tail: sealed segments and clean
+// reopens have exact sizes.
+func TestSealAndCloseLeaveExactSizes(t *testing.T) {
+	dir := t.TempDir()
+	s := createT(t, dir, 0)
+	batches := appendN(t, s, 20, 3, 100)
+	size, err := s.Size()
+	require.NoError(t, err)
+	require.Greater(t, fileSize(t, s.LogPath()), size)
+	require.NoError(t, s.Seal())
+	assert.Equal(t, size, fileSize(t, s.LogPath()), "sealed: exact")
+	require.NoError(t, s.Close())
+	sealed := Open(dir, 0, 60, testOpts())
+	defer sealed.Close()
+	got, err := sealed.Size()
+	require.NoError(t, err)
+	assert.Equal(t, size, got)
+	assert.Equal(t, batches, readAllBatches(t, sealed))
+
+	s = createT(t, dir, 60)
+	batches = appendN(t, s, 20, 3, 100)
+	size, err = s.Size()
+	require.NoError(t, err)
+	require.Greater(t, fileSize(t, s.LogPath()), size)
+	require.NoError(t, s.Close())
+	assert.Equal(t, size, fileSize(t, s.LogPath()), "closed: exact")
+	s, err = OpenActive(dir, 60, testOpts())
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, batches, readAllBatches(t, s))
+	// Appends after a clean reopen preallocate again.
+	more := appendN(t, s, 2, 3, 100)
+	assert.Equal(t, append(batches, more...), readAllBatches(t, s))
+}
+
+// Close cuts the tail even when the Budget has closed the files.
+func TestCloseTrimsEvictedSegment(t *testing.T) {
+	dir := t.TempDir()
+	s := createT(t, dir, 0)
+	appendN(t, s, 5, 3, 100)
+	s.mu.Lock()
+	require.NoError(t, s.closeFilesLocked())
+	s.mu.Unlock()
+	size, err := s.Size()
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	assert.Equal(t, size, fileSize(t, s.LogPath()))
+}
+
+// A crash (the files as a SIGKILL leaves them: no Close) with a
+// preallocated zero tail reopens with every record and reports no
+// corruption, both by recovery and by a clean open's tail check.
+func TestCrashWithZeroTailRecovers(t *testing.T) {
+	dir := t.TempDir()
+	s := createT(t, dir, 0)
+	defer s.Close()
+	batches := appendN(t, s, 30, 3, 100)
+	require.NoError(t, s.Sync())
+	size, err := s.Size()
+	require.NoError(t, err)
+	require.Greater(t, fileSize(t, s.LogPath()), size, "a zero tail to crash with")
+
+	crashed := t.TempDir()
+	copySegmentFiles(t, dir, crashed, 0)
+	a, err := OpenActive(crashed, 0, testOpts())
+	require.NoError(t, err, "a zero tail is not corruption")
+	assert.Equal(t, int64(90), a.NextOffset())
+	assert.Equal(t, batches, readAllBatches(t, a))
+	require.NoError(t, a.Close())
+	assert.Equal(t, size, fileSize(t, a.LogPath()), "Close cuts the tail")
+
+	crashed = t.TempDir()
+	copySegmentFiles(t, dir, crashed, 0)
+	r := Open(crashed, 0, 0, testOpts())
+	defer r.Close()
+	cut, err := r.Recover()
+	require.NoError(t, err)
+	assert.Zero(t, cut, "nothing was lost")
+	assert.Equal(t, int64(90), r.NextOffset())
+	assert.Equal(t, batches, readAllBatches(t, r))
+	assert.Equal(t, size, fileSize(t, r.LogPath()), "recovery cuts the zero tail")
+	more := appendN(t, r, 3, 3, 100)
+	assert.Equal(t, append(batches, more...), readAllBatches(t, r))
+}
+
+// A zeroed header followed by anything but zeros is still corruption:
+// recovery cuts it and counts it, a scan reports ErrCorrupt.
+func TestZeroedHeaderThenGarbageIsCorrupt(t *testing.T) {
+	dir, logPath, batches, full := closedSegment(t, 10)
+
+	for _, tail := range [][]byte{
+		append(make([]byte, HeaderSize), 1),
+		append(make([]byte, 200<<10), bytes.Repeat([]byte{0xee}, 10)...),
+		append(append(make([]byte, HeaderSize), batches[0]...), make([]byte, 100)...),
+	} {
+		data := append(bytes.Clone(full), tail...)
+		sc := NewScanner(bytes.NewReader(data), int64(len(data)), ScanOptions{Window: 4096})
+		n := 0
+		for sc.Next() {
+			n++
+		}
+		require.ErrorIs(t, sc.Err(), ErrCorrupt)
+		assert.Equal(t, len(batches), n)
+		assert.Equal(t, int64(len(full)), sc.End())
+		assert.False(t, sc.ZeroTail())
+		sc = ScanBuffer(data, ScanOptions{})
+		for sc.Next() {
+		}
+		require.ErrorIs(t, sc.Err(), ErrCorrupt)
+
+		require.NoError(t, os.WriteFile(logPath, data, 0o640))
+		_, err := OpenActive(dir, 0, testOpts())
+		require.ErrorIs(t, err, ErrCorrupt)
+		r := Open(dir, 0, 0, testOpts())
+		cut, err := r.Recover()
+		require.NoError(t, err)
+		assert.Equal(t, int64(len(tail)), cut, "counted: not a zero tail")
+		assert.Equal(t, batches, readAllBatches(t, r))
+		require.NoError(t, r.Close())
+	}
+	// Zeros alone, of any length, are the end of the data.
+	for _, n := range []int{1, HeaderSize - 1, HeaderSize, 300 << 10} {
+		data := append(bytes.Clone(full), make([]byte, n)...)
+		sc := NewScanner(bytes.NewReader(data), int64(len(data)), ScanOptions{Verify: true})
+		k := 0
+		for sc.Next() {
+			k++
+		}
+		require.NoError(t, sc.Err(), "%d zeros", n)
+		assert.True(t, sc.ZeroTail())
+		assert.Equal(t, len(batches), k)
+		assert.Equal(t, int64(len(full)), sc.End())
+	}
+}
+
+// A file cut shorter than the size a scan was given (another process
+// trimmed its preallocated tail meanwhile) ends the scan there, cleanly
+// when the cut is at a batch boundary.
+func TestScannerFileCutUnderIt(t *testing.T) {
+	data, _ := logOf(t, 0, 10, 2, 50)
+	r := bytes.NewReader(data)
+	sc := NewScanner(r, int64(len(data))+preallocChunk, ScanOptions{Window: 1 << 20, Verify: true})
+	n := 0
+	for sc.Next() {
+		n++
+	}
+	require.NoError(t, sc.Err())
+	assert.Equal(t, 10, n)
+	assert.Equal(t, int64(len(data)), sc.End())
+
+	cut := data[:len(data)-7]
+	sc = NewScanner(bytes.NewReader(cut), int64(len(data))+preallocChunk, ScanOptions{})
+	for sc.Next() {
+	}
+	require.ErrorIs(t, sc.Err(), ErrCorrupt, "a batch cut short is still damage")
+}
+
+// A failed Allocate (a full disk) does not fail the append: the segment
+// appends past the end as without preallocation.
+func TestFailedAllocateFallsBack(t *testing.T) {
+	fsys := faultfs.New(vfs.Default)
+	fsys.Add(faultfs.Rule{Ops: faultfs.OpAllocate, Path: LogSuffix, Every: true, Err: syscall.ENOSPC})
+	opts := testOpts()
+	opts.FS = fsys
+	dir := t.TempDir()
+	s, err := Create(dir, 0, opts)
+	require.NoError(t, err)
+	defer s.Close()
+	batches := appendN(t, s, 10, 3, 100)
+	assert.Equal(t, 1, fsys.Injected(), "the .log's Allocate tried once, then no more")
+	size, err := s.Size()
+	require.NoError(t, err)
+	assert.Equal(t, size, fileSize(t, s.LogPath()))
+	assert.Equal(t, batches, readAllBatches(t, s))
+}
+
+// TruncateTo drops the preallocated part with the batches; appends after
+// it preallocate again.
+func TestTruncateResetsAllocation(t *testing.T) {
+	dir := t.TempDir()
+	s := createT(t, dir, 0)
+	defer s.Close()
+	batches := appendN(t, s, 10, 3, 100)
+	_, err := s.TruncateTo(15)
+	require.NoError(t, err)
+	size, err := s.Size()
+	require.NoError(t, err)
+	assert.Equal(t, size, fileSize(t, s.LogPath()))
+	more := appendN(t, s, 2, 3, 100)
+	assert.Greater(t, fileSize(t, s.LogPath()), size+int64(len(more[0])+len(more[1])))
+	assert.Equal(t, append(batches[:5:5], more...), readAllBatches(t, s))
+}
+
+// A follower beside a preallocating writer sees exactly the complete
+// batches: the zero tail and a batch being written are "not yet", and a
+// file longer than the data is not a truncation.
+func TestFollowerBesidePreallocatingWriter(t *testing.T) {
+	dir := t.TempDir()
+	w := createT(t, dir, 0)
+	defer w.Close()
+	written := appendN(t, w, 3, 2, 100)
+	f, err := OpenFollow(dir, 0, testOpts())
+	require.NoError(t, err)
+	defer f.Close()
+	assert.Equal(t, int64(6), f.NextOffset())
+	assert.Equal(t, written, readAllBatches(t, f))
+
+	// Half a batch in the preallocated part: not there yet.
+	other := createT(t, t.TempDir(), 6)
+	next := appendN(t, other, 1, 2, 100)[0]
+	require.NoError(t, other.Close())
+	size, err := w.Size()
+	require.NoError(t, err)
+	lf, err := os.OpenFile(w.LogPath(), os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = lf.WriteAt(next[:len(next)/2], size)
+	require.NoError(t, err)
+	grew, err := f.Refresh()
+	require.NoError(t, err)
+	assert.False(t, grew)
+	shrunk, err := f.Shrunk()
+	require.NoError(t, err)
+	assert.False(t, shrunk, "a file longer than the data is not a truncation")
+	_, err = lf.WriteAt(make([]byte, len(next)/2), size)
+	require.NoError(t, err)
+	require.NoError(t, lf.Close())
+
+	// A writer appending while the follower refreshes.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var more [][]byte
+	var finished atomic.Bool
+	go func() {
+		defer wg.Done()
+		defer finished.Store(true)
+		for i := 0; i < 200; i++ {
+			more = append(more, appendN(t, w, 1, 1+i%3, 50+i)...)
+		}
+	}()
+	for done := false; !done; {
+		done = finished.Load()
+		_, err := f.Refresh()
+		require.NoError(t, err)
+		shrunk, err := f.Shrunk()
+		require.NoError(t, err)
+		require.False(t, shrunk)
+	}
+	wg.Wait()
+	_, err = f.Refresh()
+	require.NoError(t, err)
+	assert.Equal(t, w.NextOffset(), f.NextOffset())
+	assert.Equal(t, append(written, more...), readAllBatches(t, f))
+
+	// A truncation by the writer is still seen, though the file grows
+	// again past what the follower read.
+	_, err = w.TruncateTo(10)
+	require.NoError(t, err)
+	appendN(t, w, 1, 1, 10)
+	shrunk, err = f.Shrunk()
+	require.NoError(t, err)
+	assert.True(t, shrunk)
+}
 
 // indexSyncFails returns an active segment with some batches whose next
 // index fsync fails.

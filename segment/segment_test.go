@@ -137,13 +137,7 @@ func TestOpenActiveAfterClose(t *testing.T) {
 // Recovery keeps every complete batch before the damage and nothing after,
 // for the file cut at every byte of its last batch and for garbage appended.
 func TestRecoverCutAndGarbage(t *testing.T) {
-	dir := t.TempDir()
-	s := createT(t, dir, 0)
-	batches := appendN(t, s, 20, 3, 100)
-	require.NoError(t, s.Close())
-	logPath := filepath.Join(dir, FileName(0, LogSuffix))
-	full, err := os.ReadFile(logPath)
-	require.NoError(t, err)
+	dir, logPath, batches, full := closedSegment(t, 20)
 	lastStart := len(full) - len(batches[len(batches)-1])
 
 	check := func(t *testing.T, wantBatches int, wantCut int64) {

@@ -2,6 +2,8 @@ package segment
 
 import (
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
@@ -20,4 +22,19 @@ func createT(t testing.TB, dir string, baseOffset int64) *Segment {
 func fixLengthAndChecksum(b []byte) {
 	binary.BigEndian.PutUint32(b[offBatchLength:], uint32(len(b)-lengthPrefix))
 	binary.BigEndian.PutUint64(b[offChecksum:], xxhash.Sum64(b[checksumStart:]))
+}
+
+// closedSegment creates a segment at 0 in a new directory with n batches
+// of 3 records of 100 bytes, closes it, and returns the directory, the
+// .log's path, the batches and the file's bytes.
+func closedSegment(t *testing.T, n int) (dir, logPath string, batches [][]byte, full []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	s := createT(t, dir, 0)
+	batches = appendN(t, s, n, 3, 100)
+	require.NoError(t, s.Close())
+	logPath = filepath.Join(dir, FileName(0, LogSuffix))
+	full, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	return dir, logPath, batches, full
 }

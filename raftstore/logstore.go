@@ -119,7 +119,8 @@ func OpenLogStore(dir string, opts Options) (*LogStore, error) {
 // loadBase learns the offset-to-index mapping from the first entry and
 // checks it against the last one.
 func (s *LogStore) loadBase() error {
-	start, end := s.log.StartOffset(), s.log.EndOffset()
+	end := s.log.EndOffset()
+	start := s.log.StartOffset()
 	if start >= end {
 		s.base = 0
 		return nil
@@ -155,33 +156,31 @@ func (s *LogStore) valueIndex(off int64) (uint64, error) {
 // empty. Deleting a prefix frees whole segments only, so FirstIndex may
 // stay below the max of the last DeleteRange (see the package doc).
 func (s *LogStore) FirstIndex() (uint64, error) {
-	s.shapeMu.RLock()
-	defer s.shapeMu.RUnlock()
-	if s.closed {
-		return 0, ErrClosed
-	}
-	end := s.log.EndOffset()
-	start := s.log.StartOffset()
-	if start >= end {
-		return 0, nil
-	}
-	return uint64(start + 1 + s.base), nil
+	first, _, err := s.bounds()
+	return first, err
 }
 
 // LastIndex returns the index of the last entry, 0 when the store is
 // empty.
 func (s *LogStore) LastIndex() (uint64, error) {
+	_, last, err := s.bounds()
+	return last, err
+}
+
+// bounds returns the indexes of the first and last entries, both 0 when
+// the store is empty.
+func (s *LogStore) bounds() (first, last uint64, err error) {
 	s.shapeMu.RLock()
 	defer s.shapeMu.RUnlock()
 	if s.closed {
-		return 0, ErrClosed
+		return 0, 0, ErrClosed
 	}
 	end := s.log.EndOffset()
 	start := s.log.StartOffset()
 	if start >= end {
-		return 0, nil
+		return 0, 0, nil
 	}
-	return uint64(end + s.base), nil
+	return uint64(start + 1 + s.base), uint64(end + s.base), nil
 }
 
 // offsetOf maps an index to its offset; ok is false for an index that

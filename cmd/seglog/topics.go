@@ -182,21 +182,11 @@ func topicsAlterCommand(e *env) *cobra.Command {
 	cmd := command(e, "alter", "change a topic's configuration or add partitions", topicsAlterDesc,
 		"seglog topics alter --dir /var/lib/seglog --topic events --retention-age 3d --segment-age 0\nseglog topics alter --dir /var/lib/seglog --topic events --partitions 12",
 		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "topic", topic); bad {
-				return code
-			}
-			if err := storage.ValidateTopic(topic); err != nil {
-				return c.usageErr("%v", err)
-			}
-			store, code := openStore(c, dir, false, storage.StoreOptions{Log: storage.Options{FS: e.fs}})
+			store, n, code := openTopicStore(c, e, pos, dir, topic)
 			if store == nil {
 				return code
 			}
 			defer store.Close()
-			n, code, ok := topicPartitions(c, store, dir, topic)
-			if !ok {
-				return code
-			}
 			old, err := store.TopicConfig(topic)
 			if err != nil {
 				return c.fail("%v", err)
@@ -249,20 +239,11 @@ func topicsDeleteCommand(e *env) *cobra.Command {
 	cmd := command(e, "delete", "delete a topic, its data and its committed offsets", topicsDeleteDesc,
 		"seglog topics delete --dir /var/lib/seglog --topic scratch",
 		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "topic", topic); bad {
-				return code
-			}
-			if err := storage.ValidateTopic(topic); err != nil {
-				return c.usageErr("%v", err)
-			}
-			store, code := openStore(c, dir, false, storage.StoreOptions{Log: storage.Options{FS: e.fs}})
+			store, _, code := openTopicStore(c, e, pos, dir, topic)
 			if store == nil {
 				return code
 			}
 			defer store.Close()
-			if _, code, ok := topicPartitions(c, store, dir, topic); !ok {
-				return code
-			}
 			groups, code := dropTopicOffsets(c, dir, topic)
 			if code != exitOK {
 				return code
@@ -311,4 +292,26 @@ func openOffsetsIfAny(dir string) (*offsets.Store, error) {
 		return nil, nil
 	}
 	return openOffsets(dir)
+}
+
+// openTopicStore checks the arguments of a command on an existing topic
+// (--dir and --topic, no positional ones), opens the store for writing and
+// finds the topic's partition count. A nil store comes with the exit code.
+func openTopicStore(c *cli, e *env, pos []string, dir, topic string) (*storage.Store, int, int) {
+	if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "topic", topic); bad {
+		return nil, 0, code
+	}
+	if err := storage.ValidateTopic(topic); err != nil {
+		return nil, 0, c.usageErr("%v", err)
+	}
+	store, code := openStore(c, dir, false, storage.StoreOptions{Log: storage.Options{FS: e.fs}})
+	if store == nil {
+		return nil, 0, code
+	}
+	n, code, ok := topicPartitions(c, store, dir, topic)
+	if !ok {
+		_ = store.Close()
+		return nil, 0, code
+	}
+	return store, n, 0
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
@@ -206,21 +205,36 @@ func (l *Log) shouldRollLocked(active *segment.Segment, n int) bool {
 	return ok && l.opts.Now().UnixMilli()-first >= l.opts.SegmentAge.Milliseconds()
 }
 
-// rollLocked fsyncs and seals the active segment and starts a new one at
-// the end offset, then checkpoints the recovery point.
+// rollLocked seals the active segment and starts a new one at the end
+// offset. Unless everything in it is flushed already, the fsync of the
+// sealed segment's .log (its data and the cut of its preallocated tail)
+// is left to the background (syncRolled), as Kafka flushes a rolled
+// segment after the roll: the appender does not wait for gigabytes of
+// writeback. Until that fsync the recovery point stays at or below the
+// segment's base, so a crash rescans it; a failed fsync fails the log.
 func (l *Log) rollLocked() error {
 	old := l.active()
 	end := l.end.Load()
-	t0 := time.Now()
-	err := old.Sync()
-	l.noteFsync(time.Since(t0), err)
-	if err != nil {
-		return l.fail(err)
+	// Registered before the seal cuts the .log's tail: from here on no
+	// checkpoint moves the recovery point past old until its fsync.
+	l.addRollPending(old)
+	// With everything flushed, a recovery point at the end may have been
+	// written already, which a crash would trust: then the segment is
+	// sealed durably now (there is no data left to write back).
+	background := l.flushed.Load() < end
+	var err error
+	if background {
+		err = old.SealUnsynced()
+	} else {
+		err = old.Seal()
 	}
-	if err := old.Seal(); err != nil {
+	if err != nil {
 		// The indexes may not be durable: nothing may be acknowledged
 		// past this segment until a reopen recovers it.
 		return l.fail(err)
+	}
+	if !background {
+		l.dropRollPending(old)
 	}
 	// Best effort: a missing snapshot only means a longer rebuild.
 	_ = l.writeProducerSnapshotLocked()
@@ -236,7 +250,9 @@ func (l *Log) rollLocked() error {
 	}
 	segs := append(l.segments(), seg)
 	l.publish(segs)
-	l.raiseFlushed(end)
+	if background {
+		l.startRollFlusherLocked()
+	}
 	if err := l.checkpointHighWatermark(); err != nil {
 		return err
 	}

@@ -36,6 +36,15 @@ func writeCheckpoint(fs vfs.FS, dir, name string, offset int64, perm os.FileMode
 	return nil
 }
 
+// writeCheckpointLazy is writeCheckpoint without the directory fsync
+// (vfs.WriteFileAtomicLazy).
+func writeCheckpointLazy(fs vfs.FS, dir, name string, offset int64, perm os.FileMode) error {
+	if err := vfs.WriteFileAtomicLazy(fs, filepath.Join(dir, name), encodeCheckpoint(name, offset), perm); err != nil {
+		return fmt.Errorf("storage: write %s: %w", name, err)
+	}
+	return nil
+}
+
 // ReadCheckpoint reads a partition directory's recovery-point or
 // log-start-offset file, for tools. ok is false when it does not exist.
 func ReadCheckpoint(dir, name string) (offset int64, ok bool, err error) {

@@ -45,13 +45,19 @@
 // Options.Sync chooses when data is fsynced: never (the OS writes it back),
 // every N records, every interval (a background goroutine), or on every
 // append, where concurrent appenders share one fsync (group commit). A
-// segment is always fsynced when it rolls. The recovery-point file is
-// written (atomically: temp file, fsync, rename, directory fsync) on roll,
-// Sync and Close; it may lag the flushed offset, which only means a longer
-// rescan after a crash. After a crash, Open rescans only segments from the
-// one holding the recovery point, validates every batch, rebuilds their
-// indexes, and truncates at the first invalid batch, deleting any later
-// segments. Data flushed before the crash is never lost.
+// segment is always fsynced after it rolls: by a goroutine of the log, so
+// that the appender does not wait for the writeback (as Kafka flushes a
+// rolled segment), unless everything in it was flushed already; until
+// then the recovery point stays at or below its base (a crash rescans
+// it), and a failed fsync fails the log. The recovery-point file is
+// written (atomically: temp file, fsync, rename, directory fsync) on
+// roll, after a rolled segment's fsync (without the directory fsync: the
+// value before is as safe), by Checkpoint and the interval flusher, and
+// at Close; it may lag the flushed offset, which only means a longer
+// rescan after a crash. After a crash, Open rescans only segments from
+// the one holding the recovery point, validates every batch, rebuilds
+// their indexes, and truncates at the first invalid batch, deleting any
+// later segments. Data flushed before the crash is never lost.
 //
 // After a failed fsync the log refuses further writes (ErrFailed) until it
 // is reopened: the kernel may have dropped the dirty pages, so nothing

@@ -283,6 +283,65 @@ func TestRollIndexFsyncFailureFailsLog(t *testing.T) {
 	assert.ErrorIs(t, err, ErrFailed)
 }
 
+// A roll leaves the fsync of the sealed segment's .log to the background:
+// appends go on while it runs, and the recovery point stays at the rolled
+// segment's base until it is done, then moves past it.
+func TestRollFsyncInBackground(t *testing.T) {
+	dir := t.TempDir()
+	release := make(chan struct{})
+	opts := small()
+	var hold atomic.Bool
+	opts.OnFsync = func(time.Duration) { // holds the flusher after its fsync
+		if hold.Load() {
+			<-release
+		}
+	}
+	l := openFilled(t, dir, opts, 20, 5)
+	rolled := l.active()
+	require.NoError(t, l.Sync())
+	fill(t, l, 10, 5)
+	hold.Store(true)
+	require.NoError(t, l.Roll())
+	fill(t, l, 20, 5) // not waiting for the fsync
+	require.NoError(t, l.checkpoint())
+	rp, ok, err := readCheckpoint(vfs.Default, dir, recoveryPointFile)
+	require.NoError(t, err)
+	if ok {
+		assert.LessOrEqual(t, rp, rolled.Base(), "no recovery point past a rolled segment before its fsync")
+	}
+	assert.Less(t, l.FlushedOffset(), rolled.NextOffset())
+	close(release)
+	waitRollFlushed(t, l)
+	rp, ok, err = readCheckpoint(vfs.Default, dir, recoveryPointFile)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, rolled.NextOffset(), rp, "checkpointed after the fsync")
+	assert.Equal(t, rolled.NextOffset(), l.FlushedOffset())
+}
+
+// A rolled segment whose background fsync fails fails the log, as a failed
+// fsync in an append does: nothing more is acknowledged, and the recovery
+// point never passes the segment.
+func TestRollFsyncFailureFailsLog(t *testing.T) {
+	dir := t.TempDir()
+	fsys := faultfs.New(vfs.Default)
+	l := openFilled(t, dir, smallOn(fsys), 20, 5)
+	rolled := l.active()
+	fsys.Add(faultfs.Rule{Ops: faultfs.OpSync, Path: segment.LogSuffix, Every: true, Err: syscall.EIO})
+	require.NoError(t, l.Roll(), "the roll does not wait for the fsync")
+	require.Eventually(t, func() bool { return l.failure() != nil }, 30*time.Second, time.Millisecond)
+	_, err := l.Append(Record{Value: []byte("after")})
+	assert.ErrorIs(t, err, ErrFailed)
+	assert.ErrorIs(t, l.Sync(), ErrFailed)
+	st, err := l.Stats()
+	require.NoError(t, err)
+	assert.NotZero(t, st.FailedFsyncs)
+	assert.Less(t, l.FlushedOffset(), rolled.NextOffset())
+	if rp, ok, err := readCheckpoint(vfs.Default, dir, recoveryPointFile); ok && err == nil {
+		assert.LessOrEqual(t, rp, rolled.Base())
+	}
+}
+
 // The age of the active segment counts from its first batch's timestamp,
 // which survives a reopen and a truncation: a process restarting more
 // often than SegmentAge still rolls a quiet segment.
@@ -449,9 +508,8 @@ func TestReadRecord(t *testing.T) {
 func TestCloseUnflushed(t *testing.T) {
 	dir := t.TempDir()
 	fsys := faultfs.New(vfs.Default)
-	opts := small()
-	opts.FS = fsys
-	l := openFilled(t, dir, opts, 200, 5)
+	l := openFilled(t, dir, smallOn(fsys), 200, 5)
+	waitRollFlushed(t, l) // its checkpoints are not CloseUnflushed's
 	before := l.FlushedOffset()
 	fsys.Reset()
 	require.NoError(t, l.CloseUnflushed())

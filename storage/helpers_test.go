@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,6 +18,13 @@ import (
 // small makes segments roll often.
 func small() Options {
 	return Options{SegmentBytes: 4096, IndexIntervalBytes: 256, MaxIndexBytes: 1024}
+}
+
+// smallOn is small over fsys.
+func smallOn(fsys vfs.FS) Options {
+	opts := small()
+	opts.FS = fsys
+	return opts
 }
 
 func val(off int64) []byte { return []byte(fmt.Sprintf("value-%06d", off)) }
@@ -120,4 +129,15 @@ func removeSegmentFiles(t testing.TB, dir string, base int64) {
 	for _, sfx := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
 		require.NoError(t, os.Remove(filepath.Join(dir, segment.FileName(base, sfx))))
 	}
+}
+
+// waitRollFlushed waits until the background flusher has fsynced every
+// rolled segment (but one still active) and checkpointed after it.
+func waitRollFlushed(t testing.TB, l *Log) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		l.rollMu.Lock()
+		defer l.rollMu.Unlock()
+		return !l.rollDueLocked() && !l.rollFlusher
+	}, 30*time.Second, time.Millisecond, "the background fsync of rolled segments")
 }

@@ -27,9 +27,10 @@ import (
 // syncing flag, never across an fsync (Truncate keeps fsyncs out by
 // setting the flag, not by holding the lock); ckptMu across a checkpoint
 // file's atomic replacement; a segment's mu is taken inside segment
-// methods. Readers take no lock of the Log: they load the published
-// state (segs, start, end) and hold a segment's mu for reading while they
-// read its files.
+// methods; rollMu (the list of rolled segments not yet fsynced) only
+// around that list, with nothing taken inside it. Readers take no lock
+// of the Log: they load the published state (segs, start, end) and hold
+// a segment's mu for reading while they read its files.
 type Log struct {
 	dir  string
 	opts Options
@@ -47,6 +48,9 @@ type Log struct {
 	// ckptMu serializes writes of recovery-point and high-watermark.
 	ckptMu       sync.Mutex
 	checkpointed int64 // the offset last written to recovery-point; guarded by ckptMu
+	// ckptDirSyncPending: recovery-point was last replaced without the
+	// directory fsync (checkpointLazy); guarded by ckptMu.
+	ckptDirSyncPending bool
 
 	// failedErr is set after an fsync error: writes refuse from then on.
 	failedErr atomic.Pointer[error]
@@ -67,6 +71,13 @@ type Log struct {
 	syncMu   sync.Mutex // guards syncing
 	syncCond *sync.Cond
 	syncing  bool
+
+	// Rolled segments whose .log is not yet fsynced, oldest first, and
+	// whether a goroutine is fsyncing them (sync.go, syncRolled). Guarded
+	// by rollMu, which is taken last: nothing is locked while holding it.
+	rollMu      sync.Mutex
+	rollPending []*segment.Segment
+	rollFlusher bool
 
 	appending      atomic.Int64 // appenders between entering append and releasing writeMu
 	appendsStarted atomic.Int64 // appends begun, ever (for the group commit's gathering)
@@ -333,7 +344,11 @@ func (l *Log) close(flush bool) error {
 	}
 	var err error
 	if l.failure() == nil {
-		err = l.flushLocked()
+		// What the background flusher of rolled segments left.
+		err = l.syncRolled(nil)
+		if err == nil {
+			err = l.flushLocked()
+		}
 		if err == nil {
 			err = l.checkpointLocked()
 		}

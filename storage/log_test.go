@@ -133,6 +133,7 @@ func copyDir(t testing.TB, src, dst string) {
 func TestUncleanReopenRescansOnlyPastRecoveryPoint(t *testing.T) {
 	dir := t.TempDir()
 	l := openFilled(t, dir, small(), 3000, 5)
+	waitRollFlushed(t, l)
 	segs, _ := l.Segments()
 	crashed := filepath.Join(t.TempDir(), "crashed")
 	copyDir(t, dir, crashed)
@@ -141,7 +142,7 @@ func TestUncleanReopenRescansOnlyPastRecoveryPoint(t *testing.T) {
 	r := openLog(t, crashed, small())
 	st := r.OpenStats()
 	assert.False(t, st.Clean)
-	assert.Equal(t, 1, st.RecoveredSegs, "only the active segment is past the recovery point (segments before it were flushed at roll) of %d", len(segs))
+	assert.Equal(t, 1, st.RecoveredSegs, "only the active segment is past the recovery point (segments before it were fsynced after their roll) of %d", len(segs))
 	assertRecords(t, r, int64(3000))
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,8 +46,9 @@ func (l *Log) failOp(op string, err error) error {
 // Sync makes everything appended so far durable: one fdatasync of the
 // active segment (and of any older segment not yet flushed), shared with
 // concurrent callers (group commit). The recovery point is not
-// checkpointed here but when a segment rolls, by the interval flusher and
-// at Close, so a crash rescans at most the active segment. The high
+// checkpointed here but after a segment rolls, by the interval flusher
+// and at Close, so a crash rescans at most the active segment and those
+// whose background fsync after their roll had not finished. The high
 // watermark is checkpointed if it moved since its last checkpoint (read-
 // only followers in other processes read it from there).
 func (l *Log) Sync() error {
@@ -67,6 +69,11 @@ func (l *Log) Sync() error {
 // and Close checkpoint on their own; Sync does not (it is one fdatasync).
 func (l *Log) Checkpoint() error {
 	if err := l.Sync(); err != nil {
+		return err
+	}
+	// Rolled segments whose background fsync has not run hold the
+	// recovery point back: fsync them now.
+	if err := l.syncRolled(nil); err != nil {
 		return err
 	}
 	return l.checkpoint()
@@ -154,6 +161,150 @@ func (l *Log) syncOnce() error {
 	return nil
 }
 
+// addRollPending records that old's .log is to be fsynced after its
+// roll; the recovery point stays at or below its base until then.
+func (l *Log) addRollPending(old *segment.Segment) {
+	l.rollMu.Lock()
+	l.rollPending = append(l.rollPending, old)
+	l.rollMu.Unlock()
+}
+
+// dropRollPending removes the oldest entry of s from the rolled segments
+// to fsync.
+func (l *Log) dropRollPending(s *segment.Segment) {
+	l.rollMu.Lock()
+	defer l.rollMu.Unlock()
+	if i := slices.Index(l.rollPending, s); i >= 0 {
+		l.rollPending = slices.Delete(l.rollPending, i, i+1)
+	}
+}
+
+// rollFloor returns the base of the oldest rolled segment whose .log is
+// not yet fsynced: the recovery point must not pass it.
+func (l *Log) rollFloor() (int64, bool) {
+	l.rollMu.Lock()
+	defer l.rollMu.Unlock()
+	if len(l.rollPending) == 0 {
+		return 0, false
+	}
+	return l.rollPending[0].Base(), true
+}
+
+// startRollFlusherLocked starts the goroutine that fsyncs rolled
+// segments, unless one runs. The caller holds writeMu and has checked
+// that the log is open (so Close waits for the goroutine), and has
+// published the segment that follows the one it rolled.
+func (l *Log) startRollFlusherLocked() {
+	l.rollMu.Lock()
+	defer l.rollMu.Unlock()
+	if l.rollFlusher {
+		return
+	}
+	l.rollFlusher = true
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for {
+			_ = l.syncRolled(l.stop) // a failure is recorded in the log
+			// Decided under rollMu: a roll that publishes a new segment
+			// after this finds the flag down and starts another.
+			l.rollMu.Lock()
+			if !l.rollDueLocked() || l.failure() != nil || isClosed(l.stop) {
+				l.rollFlusher = false
+				l.rollMu.Unlock()
+				return
+			}
+			l.rollMu.Unlock()
+		}
+	}()
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// rollDueLocked reports whether the oldest rolled segment not yet
+// fsynced can be dealt with now: it is no longer the active segment (a
+// roll in progress has not published its successor; a failed roll or a
+// truncation left it active, and the next roll queues it again). While
+// it is active the recovery point stays at or below its base, where a
+// crash rescans from anyway. The caller holds rollMu.
+func (l *Log) rollDueLocked() bool {
+	return len(l.rollPending) > 0 && l.rollPending[0] != l.active()
+}
+
+// syncRolled fsyncs the .log of each segment that a roll sealed without
+// it, oldest first, while one is due (rollDueLocked), the log has not
+// failed and stop is not closed (nil: never), and checkpoints the
+// recovery point after each. The fsync holds the group-commit flag, so
+// that it never runs beside a Truncate (nor beside another fsync of the
+// log). Once a rolled segment is fsynced, every offset below its end is:
+// those before it are in segments fsynced before (by their rolls, in
+// order, or by recovery).
+func (l *Log) syncRolled(stop <-chan struct{}) error {
+	for !isClosed(stop) {
+		if err := l.failure(); err != nil {
+			return fmt.Errorf("%w: %w", ErrFailed, err)
+		}
+		l.syncMu.Lock()
+		for l.syncing {
+			l.syncCond.Wait()
+		}
+		l.rollMu.Lock()
+		if !l.rollDueLocked() {
+			l.rollMu.Unlock()
+			l.syncMu.Unlock()
+			return nil
+		}
+		s := l.rollPending[0]
+		l.rollMu.Unlock()
+		l.syncing = true
+		l.syncMu.Unlock()
+		err := l.syncRolledSegment(s)
+		l.syncMu.Lock()
+		l.syncing = false
+		l.syncCond.Broadcast()
+		l.syncMu.Unlock()
+		if err != nil {
+			return err
+		}
+		// Best effort, as the interval flusher's: a recovery point that
+		// lags only means a longer rescan. None once Close began (
+		// CloseUnflushed writes no checkpoint; Close writes its own).
+		if !isClosed(stop) {
+			_ = l.checkpointLazy()
+		}
+	}
+	return nil
+}
+
+// syncRolledSegment fsyncs the .log of s, a rolled segment that is not
+// the active one (its data and the cut of its preallocated tail), and
+// raises the flushed offset to its end. Only the goroutine that set
+// l.syncing calls it: no truncation changes s meanwhile. A segment
+// deleted since has nothing left to make durable.
+func (l *Log) syncRolledSegment(s *segment.Segment) error {
+	t0 := time.Now()
+	err := s.Sync()
+	if !slices.Contains(l.segments(), s) || errors.Is(err, segment.ErrDeleted) {
+		l.dropRollPending(s)
+		return nil
+	}
+	l.noteFsync(time.Since(t0), err)
+	if err != nil {
+		// It stays pending: the recovery point never passes it.
+		return l.fail(err)
+	}
+	l.dropRollPending(s)
+	l.raiseFlushed(s.NextOffset())
+	return nil
+}
+
 // noteFsync counts an fsync of a segment and reports it to
 // Options.OnFsync; a failed one only counts as failed.
 func (l *Log) noteFsync(d time.Duration, err error) {
@@ -181,17 +332,46 @@ func (l *Log) checkpoint() error {
 
 // checkpointWrote is checkpoint, reporting whether it wrote the file (and
 // so fsynced the directory).
-func (l *Log) checkpointWrote() (bool, error) {
+func (l *Log) checkpointWrote() (bool, error) { return l.writeRecoveryPoint(true) }
+
+// checkpointLazy is checkpoint without the directory fsync
+// (vfs.WriteFileAtomicLazy), for the background flusher of rolled
+// segments: it only moves the recovery point forward, so after a crash
+// the value before is as good; the directory's next fsync (a roll's, any
+// other checkpoint's, Close's) makes it durable.
+func (l *Log) checkpointLazy() error {
+	_, err := l.writeRecoveryPoint(false)
+	return err
+}
+
+func (l *Log) writeRecoveryPoint(durable bool) (bool, error) {
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
 	v := l.flushed.Load()
+	if floor, ok := l.rollFloor(); ok && floor < v {
+		// A rolled segment's .log is not yet fsynced (its tail's cut at
+		// least): a crash must rescan it.
+		v = floor
+	}
 	if v == l.checkpointed {
+		if durable && l.ckptDirSyncPending {
+			if err := l.opts.FS.SyncDir(l.dir); err != nil {
+				return false, fmt.Errorf("storage: write %s: %w", recoveryPointFile, err)
+			}
+			l.ckptDirSyncPending = false
+			return true, nil
+		}
 		return false, nil
 	}
-	if err := writeCheckpoint(l.opts.FS, l.dir, recoveryPointFile, v, l.opts.FileMode); err != nil {
+	write := writeCheckpoint
+	if !durable {
+		write = writeCheckpointLazy
+	}
+	if err := write(l.opts.FS, l.dir, recoveryPointFile, v, l.opts.FileMode); err != nil {
 		return false, err
 	}
 	l.checkpointed = v
+	l.ckptDirSyncPending = !durable
 	return true, nil
 }
 

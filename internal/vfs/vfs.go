@@ -153,7 +153,17 @@ const TempSuffix = ".tmp"
 // the last rename wins), fsyncs it, renames it over path and fsyncs the
 // directory.
 func WriteFileAtomic(fs FS, path string, data []byte, perm os.FileMode) error {
-	return replaceFile(fs, path, data, perm, true)
+	return replaceFile(fs, path, data, perm, true, true)
+}
+
+// WriteFileAtomicLazy is WriteFileAtomic without the directory fsync: the
+// new content is durable before it replaces the old, so a crash leaves
+// one or the other (never a mix, nor an empty file), but which one is
+// only decided by the directory's next fsync. For a file whose old
+// content stays as good as the new (a checkpoint that only moves
+// forward).
+func WriteFileAtomicLazy(fs FS, path string, data []byte, perm os.FileMode) error {
+	return replaceFile(fs, path, data, perm, true, false)
 }
 
 // MkdirAllDurable creates path and any missing parents, like MkdirAll, and
@@ -231,10 +241,10 @@ func IsNoSpace(err error) bool {
 // system runs; after a power cut the file may hold either, or be empty or
 // damaged. For files whose content is made durable elsewhere.
 func ReplaceFile(fs FS, path string, data []byte, perm os.FileMode) error {
-	return replaceFile(fs, path, data, perm, false)
+	return replaceFile(fs, path, data, perm, false, false)
 }
 
-func replaceFile(fs FS, path string, data []byte, perm os.FileMode, durable bool) (err error) {
+func replaceFile(fs FS, path string, data []byte, perm os.FileMode, syncFile, syncDir bool) (err error) {
 	tmp := path + "." + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(tmpSeq.Add(1), 10) + TempSuffix
 	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
@@ -249,7 +259,7 @@ func replaceFile(fs FS, path string, data []byte, perm os.FileMode, durable bool
 		_ = f.Close()
 		return err
 	}
-	if durable {
+	if syncFile {
 		if err = f.Sync(); err != nil {
 			_ = f.Close()
 			return err
@@ -258,7 +268,7 @@ func replaceFile(fs FS, path string, data []byte, perm os.FileMode, durable bool
 	if err = f.Close(); err != nil {
 		return err
 	}
-	if err = fs.Rename(tmp, path); err != nil || !durable {
+	if err = fs.Rename(tmp, path); err != nil || !syncDir {
 		return err
 	}
 	return fs.SyncDir(filepath.Dir(path))

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -101,25 +100,60 @@ func (o Options) withDefaults() Options {
 // FileName returns the file name of a segment file: the base offset in 20
 // digits and the suffix.
 func FileName(base int64, suffix string) string {
-	return fmt.Sprintf("%020d%s", base, suffix)
+	return string(appendFileName(make([]byte, 0, nameDigits+len(suffix)), base, suffix))
+}
+
+// nameDigits is the number of decimal digits that name a segment file.
+const nameDigits = 20
+
+// appendFileName appends FileName(base, suffix) to b. An open of 1,000
+// segments builds a name per segment; fmt took a third of its time.
+func appendFileName(b []byte, base int64, suffix string) []byte {
+	if base < 0 {
+		return fmt.Appendf(b, "%020d%s", base, suffix) // never a real segment; kept distinct
+	}
+	var d [nameDigits]byte
+	for i := nameDigits - 1; i >= 0; i-- {
+		d[i] = byte('0' + base%10)
+		base /= 10
+	}
+	return append(append(b, d[:]...), suffix...)
 }
 
 // ParseFileName parses a segment file name. ok is false for any name that
 // is not exactly 20 decimal digits followed by the suffix.
 func ParseFileName(name, suffix string) (base int64, ok bool) {
-	if len(name) != 20+len(suffix) || name[20:] != suffix {
+	if len(name) != nameDigits+len(suffix) || name[nameDigits:] != suffix {
 		return 0, false
 	}
-	for _, c := range name[:20] {
+	return parseDigits(name[:nameDigits])
+}
+
+// SplitFileName splits a name that starts with the 20 decimal digits of a
+// segment file name into its base offset and the rest (the suffix, which
+// may be anything); ok is false for any other name.
+func SplitFileName(name string) (base int64, suffix string, ok bool) {
+	if len(name) < nameDigits {
+		return 0, "", false
+	}
+	base, ok = parseDigits(name[:nameDigits])
+	return base, name[nameDigits:], ok
+}
+
+// parseDigits parses 20 decimal digits that fit an int64.
+func parseDigits(digits string) (int64, bool) {
+	var v uint64
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
 		if c < '0' || c > '9' {
 			return 0, false
 		}
+		if v > (math.MaxInt64-uint64(c-'0'))/10 {
+			return 0, false // past MaxInt64
+		}
+		v = v*10 + uint64(c-'0')
 	}
-	v, err := strconv.ParseInt(name[:20], 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return v, true
+	return int64(v), true
 }
 
 // Segment is one .log file and its two indexes.
@@ -133,7 +167,7 @@ type Segment struct {
 	dir     string
 	base    int64
 	opts    Options
-	logPath string
+	logPath atomic.Pointer[string] // built on first use (LogPath): an open of 1,000 sealed segments builds none
 
 	// mu guards the open files and the lifecycle flags: readers and the
 	// appender hold it for reading while they use the files; opening,
@@ -175,21 +209,35 @@ type Segment struct {
 }
 
 func (s *Segment) path(suffix string) string {
-	return filepath.Join(s.dir, FileName(s.base, suffix))
+	dir := filepath.Clean(s.dir) // as filepath.Join; no allocation when clean
+	if dir == "." {
+		return FileName(s.base, suffix)
+	}
+	b := make([]byte, 0, len(dir)+1+nameDigits+len(suffix))
+	if dir != string(filepath.Separator) {
+		b = append(b, dir...)
+	}
+	return string(appendFileName(append(b, filepath.Separator), s.base, suffix))
 }
 
 // Base returns the segment's base offset.
 func (s *Segment) Base() int64 { return s.base }
 
 // LogPath returns the path of the segment's .log file.
-func (s *Segment) LogPath() string { return s.logPath }
+func (s *Segment) LogPath() string {
+	if p := s.logPath.Load(); p != nil {
+		return *p
+	}
+	p := s.path(LogSuffix)
+	s.logPath.Store(&p) // racing callers build the same string
+	return p
+}
 
 // NextOffset returns the offset after the segment's last record.
 func (s *Segment) NextOffset() int64 { return s.next.Load() }
 
 func newSegment(dir string, base int64, opts Options) *Segment {
 	s := &Segment{dir: dir, base: base, opts: opts.withDefaults()}
-	s.logPath = s.path(LogSuffix) // on every error path and read: built once
 	s.size.Store(-1)
 	s.next.Store(base)
 	s.maxTS.Store(math.MinInt64)

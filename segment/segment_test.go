@@ -298,6 +298,8 @@ func TestParseFileName(t *testing.T) {
 		{"-0000000000000036876.log", 0, false},
 		{"99999999999999999999.log", 0, false},
 		{"00000000000000000000.index", 0, false},
+		{"09223372036854775807.log", math.MaxInt64, true},
+		{"09223372036854775808.log", 0, false},
 	}
 	for _, tc := range cases {
 		base, ok := ParseFileName(tc.name, LogSuffix)
@@ -305,6 +307,26 @@ func TestParseFileName(t *testing.T) {
 		assert.Equal(t, tc.base, base, tc.name)
 	}
 	assert.Equal(t, "00000000000000000042.log", FileName(42, LogSuffix))
+	assert.Equal(t, "09223372036854775807.index", FileName(math.MaxInt64, IndexSuffix))
+
+	base, suffix, ok := SplitFileName("00000000000000000042.log.deleted")
+	assert.True(t, ok)
+	assert.Equal(t, int64(42), base)
+	assert.Equal(t, ".log.deleted", suffix)
+	_, _, ok = SplitFileName("0000000000000000004x.log")
+	assert.False(t, ok)
+	_, _, ok = SplitFileName("42.log")
+	assert.False(t, ok)
+}
+
+// TestSegmentPathsAsJoin: a segment's paths are those filepath.Join
+// builds, whatever form its directory was given in.
+func TestSegmentPathsAsJoin(t *testing.T) {
+	for _, dir := range []string{"", ".", "/", "/var/lib/seglog/t-0", "/var/lib//seglog/./t-0/", "rel/t-0", "./rel/../t-0"} {
+		s := Open(dir, 368769, 368770, Options{})
+		assert.Equal(t, filepath.Join(dir, "00000000000000368769.log"), s.LogPath(), "dir %q", dir)
+		assert.Equal(t, filepath.Join(dir, "00000000000000368769.timeindex"), s.path(TimeIndexSuffix), "dir %q", dir)
+	}
 	assert.True(t, errors.Is(&CorruptError{Err: ErrChecksum}, ErrCorrupt))
 }
 

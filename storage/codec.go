@@ -162,17 +162,9 @@ func decodeManifest(b []byte) (*manifest, bool) {
 	}
 	m := &manifest{Segments: make([]segmentInfo, 0, nseg), Snapshots: make([]int64, 0, nsnap)}
 	for _, line := range lines[:nseg] {
-		f := strings.Fields(line)
-		if len(f) != 4 {
-			return nil, false
-		}
 		var v [4]int64
-		for i := range v {
-			x, err := strconv.ParseInt(f[i], 10, 64)
-			if err != nil {
-				return nil, false
-			}
-			v[i] = x
+		if !parseInts(line, v[:]) {
+			return nil, false
 		}
 		if v[0] < 0 || (len(m.Segments) > 0 && v[0] <= m.Segments[len(m.Segments)-1].Base) {
 			return nil, false
@@ -187,6 +179,24 @@ func decodeManifest(b []byte) (*manifest, bool) {
 		m.Snapshots = append(m.Snapshots, x)
 	}
 	return m, true
+}
+
+// parseInts parses line as exactly len(v) decimal integers separated by
+// single spaces, as encode writes them (without the allocations of
+// strings.Fields: a clean open of 1,000 segments parses 1,000 lines).
+func parseInts(line string, v []int64) bool {
+	for i := range v {
+		field, rest, more := strings.Cut(line, " ")
+		if more != (i < len(v)-1) {
+			return false
+		}
+		x, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			return false
+		}
+		v[i], line = x, rest
+	}
+	return true
 }
 
 // Producer snapshot layout (big-endian), written atomically:

@@ -41,7 +41,7 @@ type Log struct {
 	// Guarded by writeMu:
 	sinceSync            int                // records appended since the last fsync (SyncEveryN)
 	pendingDelete        []*segment.Segment // segments removed from the list whose files remain
-	markerRemovalPending bool               // the clean-shutdown marker's removal is not yet fsynced
+	markerRemovalPending bool               // the clean-shutdown marker and manifest are to be removed, durably, before the first change
 	dirSyncPending       bool               // a new segment's directory entry is not yet fsynced
 	startFile            int64              // the start offset in the partition's log-start-offset file (-1: none)
 
@@ -312,8 +312,9 @@ func (l *Log) Close() error { return l.close(true) }
 // clean-shutdown marker: what was appended since the last fsync survives a
 // process exit (it is in the page cache) but not a power cut, and the
 // next Open recovers, rescanning from the recovery point, as after a
-// crash. For a process that must stop quickly after many appends without
-// Sync.
+// crash (unless nothing changed since a clean Open: the previous clean
+// shutdown's marker still holds). For a process that must stop quickly
+// after many appends without Sync.
 func (l *Log) CloseUnflushed() error { return l.close(false) }
 
 func (l *Log) close(flush bool) error {

@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/seglog/seglog/internal/vfs"
 )
@@ -38,12 +40,15 @@ func (m *manifest) bases() []int64 {
 	return out
 }
 
-func (m *manifest) byBase() map[int64]segmentInfo {
-	out := make(map[int64]segmentInfo, len(m.Segments))
-	for _, s := range m.Segments {
-		out[s.Base] = s
+// info returns what m says of the segment at base, if it names it.
+func (m *manifest) info(base int64) (segmentInfo, bool) {
+	i, found := slices.BinarySearchFunc(m.Segments, base, func(s segmentInfo, base int64) int {
+		return cmp.Compare(s.Base, base)
+	})
+	if !found {
+		return segmentInfo{}, false
 	}
-	return out
+	return m.Segments[i], true
 }
 
 func readManifest(fsys vfs.FS, dir string) (*manifest, bool) {

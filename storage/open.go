@@ -74,18 +74,21 @@ func (l *Log) load() error {
 	return l.finishLoad(segs, bases, ck.recoveryPoint, clean, ck.start, ck.haveStart)
 }
 
-// takeCleanMarker reads the clean-shutdown marker and the manifest, and
-// removes both (durably before the first write): a clean open trusts them
-// once. After a clean close the manifest describes the segments (sizes,
-// timestamps), so no file is opened per sealed segment; it is checked
-// against the listing, so that files gone since are noticed: a hole is
-// refused before anything changes, so every later open refuses it too.
-func (l *Log) takeCleanMarker(bases []int64) (clean bool, known map[int64]segmentInfo, err error) {
+// takeCleanMarker reads the clean-shutdown marker and the manifest: a
+// clean open trusts them. After a clean close the manifest describes the
+// segments (sizes, timestamps), so no file is opened per sealed segment;
+// it is checked against the listing, so that files gone since are
+// noticed: a hole is refused before anything changes, so every later open
+// refuses it too. Both files stay until the log first changes, when
+// durableMarkerRemovalLocked removes them durably: until then they
+// describe the files truly, whatever crash comes, and an open that
+// changes nothing (a restart, a tool) removes and fsyncs nothing.
+func (l *Log) takeCleanMarker(bases []int64) (clean bool, known *manifest, err error) {
 	fsys := l.opts.FS
-	markerPath := filepath.Join(l.dir, cleanShutdownFile)
-	if _, err := fsys.Lstat(markerPath); err != nil {
+	if _, err := fsys.Lstat(filepath.Join(l.dir, cleanShutdownFile)); err != nil {
 		return false, nil, nil
 	}
+	l.markerRemovalPending = true
 	mismatch := false
 	if m, ok := readManifest(fsys, l.dir); ok {
 		ok, err := l.checkManifest(m.bases(), bases)
@@ -95,23 +98,9 @@ func (l *Log) takeCleanMarker(bases []int64) (clean bool, known map[int64]segmen
 		// Files the manifest does not know: trust nothing, recover.
 		mismatch = !ok
 		if ok {
-			known = m.byBase()
+			known = m
 			l.openStats.FromManifest = true
 		}
-	}
-	// The removal is made durable before the first write (see
-	// durableMarkerRemovalLocked): until the log changes, a marker that a
-	// crash brings back describes the files truly.
-	if err := fsys.Remove(markerPath); err != nil {
-		return false, nil, err
-	}
-	l.markerRemovalPending = true
-	// A manifest is good for the one open that follows the close that
-	// wrote it: remove it with the marker, so that no later clean
-	// shutdown that did not write one can pair the marker with a stale
-	// list.
-	if err := fsys.Remove(filepath.Join(l.dir, manifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, nil, err
 	}
 	l.openStats.Clean = !mismatch
 	return !mismatch, known, nil
@@ -193,11 +182,15 @@ func (l *Log) createFirstSegment(ck loadCheckpoints) error {
 // sealedSegments returns the segments of bases, all but the last opened
 // lazily as sealed (with what the manifest knows of them); the last is
 // left nil for the caller.
-func (l *Log) sealedSegments(bases []int64, known map[int64]segmentInfo) []*segment.Segment {
+func (l *Log) sealedSegments(bases []int64, known *manifest) []*segment.Segment {
 	segs := make([]*segment.Segment, len(bases))
+	opts := l.opts.segmentOptions()
 	for i := 0; i < len(bases)-1; i++ {
-		segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
-		if in, ok := known[bases[i]]; ok {
+		segs[i] = segment.Open(l.dir, bases[i], bases[i+1], opts)
+		if known == nil {
+			continue
+		}
+		if in, ok := known.info(bases[i]); ok {
 			segs[i].SetKnown(in.Size, in.MaxTimestamp, in.MaxTimestampOffset)
 		}
 	}
@@ -352,12 +345,21 @@ func (l *Log) recover(segs []*segment.Segment, bases []int64, recoveryPoint int6
 	return nil
 }
 
-// durableMarkerRemovalLocked makes the removal of the clean-shutdown marker
-// durable before the log's files first change, so that a crash after the
-// change is never taken for a clean shutdown.
+// durableMarkerRemovalLocked removes the clean-shutdown marker and the
+// manifest, and makes their removal (and a new segment's directory entry)
+// durable, before the log's files first change: a crash after the change
+// is never taken for a clean shutdown, and no later clean shutdown that
+// did not write a manifest can pair its marker with a stale one.
 func (l *Log) durableMarkerRemovalLocked() error {
 	if !l.markerRemovalPending && !l.dirSyncPending {
 		return nil
+	}
+	if l.markerRemovalPending {
+		for _, name := range []string{cleanShutdownFile, manifestFile} {
+			if err := l.opts.FS.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return l.fail(err)
+			}
+		}
 	}
 	if err := l.opts.FS.SyncDir(l.dir); err != nil {
 		return l.fail(err)
@@ -386,69 +388,77 @@ func (l *Log) loadReplicationState() error {
 // interrupted writes and deletions, and refuses names and file types that
 // are not ours.
 func (l *Log) listDir() ([]int64, error) {
-	fsys := l.opts.FS
-	entries, err := fsys.ReadDir(l.dir)
+	var bases []int64       // of .log files
+	var indexes []indexFile // index files, checked against bases below
+	var orphans []string
+	l.snapshots = l.snapshots[:0]
+	err := vfs.ScanDir(l.opts.FS, l.dir, func(name string, typ fs.FileMode) error {
+		base, suffix, digits := segment.SplitFileName(name)
+		if digits && suffix == snapshotSuffix {
+			l.snapshots = append(l.snapshots, base)
+			return nil
+		}
+		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
+			orphans = append(orphans, strings.Clone(name))
+			return nil
+		}
+		kind := segmentSuffix(name)
+		if kind == "" {
+			return nil // not ours (checkpoints, marker, an operator's notes)
+		}
+		if !digits || suffix != kind {
+			return fmt.Errorf("%w: unexpected file %s: segment files are named by 20 decimal digits", ErrCorrupt, filepath.Join(l.dir, name))
+		}
+		if base > MaxOffset {
+			return fmt.Errorf("%w: %s: base offset %d leaves no offset for a record (the largest is %d)", ErrCorrupt, filepath.Join(l.dir, name), base, int64(MaxOffset))
+		}
+		if typ&fs.ModeSymlink != 0 || !typ.IsRegular() {
+			return fmt.Errorf("%w: %s is not a regular file (symbolic links are refused)", ErrCorrupt, filepath.Join(l.dir, name))
+		}
+		if kind == segment.LogSuffix {
+			bases = append(bases, base)
+		} else {
+			indexes = append(indexes, indexFile{base, kind})
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var bases []int64
-	logs := map[int64]bool{}
-	var orphans []string
-	l.snapshots = l.snapshots[:0]
-	for _, e := range entries {
-		name := e.Name()
-		if off, ok := segment.ParseFileName(name, snapshotSuffix); ok {
-			l.snapshots = append(l.snapshots, off)
-			continue
-		}
-		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
-			orphans = append(orphans, name)
-			continue
-		}
-		var suffix string
-		for _, s := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
-			if strings.HasSuffix(name, s) {
-				suffix = s
-			}
-		}
-		if suffix == "" {
-			continue // not ours (checkpoints, marker, an operator's notes)
-		}
-		base, ok := segment.ParseFileName(name, suffix)
-		if !ok {
-			return nil, fmt.Errorf("%w: unexpected file %s: segment files are named by 20 decimal digits", ErrCorrupt, filepath.Join(l.dir, name))
-		}
-		if base > MaxOffset {
-			return nil, fmt.Errorf("%w: %s: base offset %d leaves no offset for a record (the largest is %d)", ErrCorrupt, filepath.Join(l.dir, name), base, int64(MaxOffset))
-		}
-		if e.Type()&fs.ModeSymlink != 0 || !e.Type().IsRegular() {
-			return nil, fmt.Errorf("%w: %s is not a regular file (symbolic links are refused)", ErrCorrupt, filepath.Join(l.dir, name))
-		}
-		if suffix == segment.LogSuffix {
-			bases = append(bases, base)
-			logs[base] = true
-		}
-	}
+	slices.Sort(bases)
+	slices.Sort(l.snapshots)
 	// Index files without their .log are left from a deletion that a
 	// crash interrupted.
-	for _, e := range entries {
-		for _, s := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
-			if base, ok := segment.ParseFileName(e.Name(), s); ok && !logs[base] {
-				orphans = append(orphans, e.Name())
-			}
+	for _, x := range indexes {
+		if _, found := slices.BinarySearch(bases, x.base); !found {
+			orphans = append(orphans, segment.FileName(x.base, x.suffix))
 		}
 	}
 	for _, name := range orphans {
 		if l.opts.ReadOnly {
 			break // not ours to clean up
 		}
-		if err := fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := l.opts.FS.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
 		l.openStats.RemovedLeftovers++
 	}
-	slices.Sort(bases)
-	slices.Sort(l.snapshots)
-
 	return bases, nil
+}
+
+// indexFile is an index file found by listDir.
+type indexFile struct {
+	base   int64
+	suffix string
+}
+
+// segmentSuffix returns the suffix of a segment file that name ends with,
+// or "".
+func segmentSuffix(name string) string {
+	for _, s := range [...]string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+		if strings.HasSuffix(name, s) {
+			return s
+		}
+	}
+	return ""
 }

@@ -102,7 +102,7 @@ func growTo(f *os.File, size int64) error {
 }
 
 func (osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	f, err := os.OpenFile(name, flag, perm)
+	f, err := openFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (osFS) RemoveAll(name string) error                  { return os.RemoveAll(
 func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
 func (osFS) MkdirAll(path string, perm os.FileMode) error { return os.MkdirAll(path, perm) }
 func (osFS) ReadDir(name string) ([]os.DirEntry, error) {
-	d, err := os.Open(name)
+	d, err := openFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (osFS) ReadDir(name string) ([]os.DirEntry, error) {
 func (osFS) Lstat(name string) (os.FileInfo, error) { return os.Lstat(name) }
 
 func (osFS) SyncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := openFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}

@@ -272,6 +272,11 @@ func addTargets(rep *Report, c Config) {
 				segs = "1 segment"
 			}
 			r.target(fmt.Sprintf("open after clean close (%s, %s): p50 < 2 ms", paramValue(r, "log"), segs), fmt.Sprintf("p50 %s, max %s", formatDuration(r.Latency.P50), formatDuration(r.Latency.Max)), r.Latency.P50 < 2*time.Millisecond)
+			if cold, ok := r.Metrics["cold_open_p50_ms"]; ok {
+				first := r.Metrics["cold_first_read_p50_ms"]
+				r.target(fmt.Sprintf("cold open and first read (%s, %s): p50 < 3 ms", paramValue(r, "log"), segs),
+					fmt.Sprintf("p50 open %.2f ms + first read %.2f ms", cold, first), cold+first < 3)
+			}
 		}
 	}
 	if r := find("recovery-unclean"); r != nil {

@@ -29,6 +29,9 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
+	if len(bases) > 0 {
+		defer l.prefetch(bases[len(bases)-1])()
+	}
 	clean, known, err := l.takeCleanMarker(bases)
 	if err != nil {
 		return err

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package vfs
+
+func prefetch(string, int64, int64) {}

@@ -19,9 +19,12 @@
 //
 // The clean-shutdown marker lives in each partition directory rather than
 // once at the root: a Store opens partitions lazily and closes them
-// independently, so cleanliness is a property of each log. The marker is
-// removed (and the removal made durable) before a log starts loading, so a
-// crash during loading or recovery counts as unclean on the next open.
+// independently, so cleanliness is a property of each log. The marker and
+// the manifest stay while the files are as the clean Close left them: they
+// are removed, and the removal made durable, before the log's first change
+// (an append, a roll, a truncation, a deletion, a recovery), so a crash
+// after any change counts as unclean on the next open, and an open that
+// changes nothing leaves the log clean.
 //
 // # Offsets and reads
 //

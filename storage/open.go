@@ -30,7 +30,7 @@ func (l *Log) load() error {
 		return err
 	}
 	if len(bases) > 0 {
-		defer l.prefetch(bases[len(bases)-1])()
+		l.prefetch(bases[len(bases)-1])
 	}
 	clean, known, err := l.takeCleanMarker(bases)
 	if err != nil {

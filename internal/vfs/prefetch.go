@@ -13,3 +13,9 @@ func Prefetch(fsys FS, path string, head, tail int64) {
 		prefetch(path, head, tail)
 	}
 }
+
+// CachedPages reports which pages of the file at path are in the page
+// cache (mincore(2) over a read-only map of it). It is for tests and
+// benchmarks that check what Prefetch and eviction did; where mincore is
+// not offered it returns an error.
+func CachedPages(path string) ([]bool, error) { return cachedPages(path) }

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,22 +14,9 @@ import (
 // resident reports which of the file's pages are in the page cache.
 func resident(t *testing.T, path string) []bool {
 	t.Helper()
-	f, err := os.Open(path)
+	pages, err := CachedPages(path)
 	require.NoError(t, err)
-	defer f.Close()
-	fi, err := f.Stat()
-	require.NoError(t, err)
-	m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	require.NoError(t, err)
-	defer unix.Munmap(m)
-	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
-	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
-	require.Zero(t, errno, "mincore")
-	out := make([]bool, len(vec))
-	for i, v := range vec {
-		out[i] = v&1 != 0
-	}
-	return out
+	return pages
 }
 
 // evict drops the file's (clean) pages from the page cache.

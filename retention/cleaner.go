@@ -34,9 +34,11 @@ type Options struct {
 	DryRun   bool              // report, delete nothing
 	Now      func() time.Time  // default time.Now
 
-	// Workers is how many partitions a run cleans at once (default 8).
-	// Each deletion fsyncs a checkpoint and a directory, so a few at a
-	// time hide the latency of the disk.
+	// Workers is how many partitions a run plans at once (default 8), and
+	// how many it deletes from at once when the store's one durable write
+	// fails and each partition makes its own (each then fsyncs a
+	// checkpoint and a directory: a few at a time hide the disk's
+	// latency). Files are removed by the store's own workers.
 	Workers int
 	// OnRun, when set, is called with the result of every run that Start's
 	// goroutine makes, on that goroutine (log it, export it). RunOnce
@@ -301,6 +303,13 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Report, error) {
 // planJobs lists the partitions this run cleans: those with a policy, and
 // those a failed run left to retry.
 func (c *Cleaner) planJobs() []job {
+	if !c.opts.DryRun {
+		// Files the store failed to remove in the background: removed
+		// here, or reported.
+		for _, f := range c.store.DeletionFailures() {
+			c.retry[partKey{f.Topic, f.Partition}] = true
+		}
+	}
 	var jobs []job
 	for _, t := range c.store.Topics() {
 		p := c.Policy(t.Name)
@@ -341,10 +350,12 @@ func (c *Cleaner) runJobs(ctx context.Context, n int, fn func(i int)) {
 }
 
 // deletePlanned has the store make every planned start offset durable in
-// one write (Store.AdvanceStartOffsets), then each log remove its files.
-// When that write fails (a full disk), each log makes its own start
-// offset durable, or deletes oldest first, as DeleteSegmentsBefore does
-// alone.
+// one write (Store.AdvanceStartOffsets), which takes the segments out of
+// the logs; the store removes their files in the background. The
+// partitions it did not move (that write failed on a full disk, or a
+// retry with nothing new planned) go through DeleteSegmentsBefore here:
+// each log makes its own start offset durable, or deletes oldest first,
+// and removes the files.
 func (c *Cleaner) deletePlanned(ctx context.Context, jobs []job, results []result) {
 	var targets []storage.PartitionOffset
 	var todo []int
@@ -360,8 +371,16 @@ func (c *Cleaner) deletePlanned(ctx context.Context, jobs []job, results []resul
 	if len(targets) > 0 {
 		_ = c.store.AdvanceStartOffsets(targets) // on failure, per partition below
 	}
-	c.runJobs(ctx, len(todo), func(k int) {
-		i := todo[k]
+	left := todo[:0]
+	for _, i := range todo {
+		if r := &results[i]; len(r.plan) > 0 && r.log.StartOffset() >= r.plan[len(r.plan)-1].NextOffset {
+			r.deletions, r.retry = r.plan, false // the store's deleter removes the files
+			continue
+		}
+		left = append(left, i)
+	}
+	c.runJobs(ctx, len(left), func(k int) {
+		i := left[k]
 		results[i] = c.deletePartition(jobs[i], results[i])
 	})
 }

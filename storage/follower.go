@@ -40,11 +40,14 @@ func (l *Log) loadFollower() error {
 	}
 	// Segments wholly below the writer's start offset are being deleted
 	// (it advances the start before it removes files): not part of the
-	// log.
+	// log. A store's follower also knows the start offsets from the
+	// store's checkpoint, which the writer makes durable before the
+	// partition's own file (written by its background deleter).
 	start, ok, err := readCheckpoint(l.opts.FS, l.dir, logStartOffsetFile)
 	if err != nil || !ok {
 		start = 0
 	}
+	start = max(start, l.opts.startFloor)
 	for len(bases) > 1 && bases[1] <= start {
 		bases = bases[1:]
 	}

@@ -19,10 +19,10 @@ import (
 // durable write (a temporary file, its fsync, a rename and the root's
 // fsync) instead of one per partition. A partition opened by the Store
 // starts at the higher of this file's entry and its own log-start-offset
-// file, which the Log then writes without fsync (for followers and
-// standalone opens). DeleteTopic drops the topic's entries, durably,
-// before its directories go, so a topic created again under the same name
-// starts from nothing.
+// file, which the store's deleter then writes without fsync, before it
+// removes the segments' files (for followers and standalone opens).
+// DeleteTopic drops the topic's entries, durably, before its directories
+// go, so a topic created again under the same name starts from nothing.
 
 // storeStartOffsetsFile is the store's start-offset checkpoint, at its
 // root. Its format is in codec.go.
@@ -101,10 +101,11 @@ func (s *Store) dropStartOffsets(topic string) error {
 // segment), with one durable write for all of them: the store's
 // log-start-offset-checkpoint, replaced atomically before any start moves.
 // The segments below a new start leave the log at once (readers get
-// ErrOffsetOutOfRange); a later DeleteSegmentsBefore on the partition
-// removes their files without a durable write of its own. A partition
-// that cannot move (its log does not open, is closed, or has nothing to
-// delete) is left as it was. The error says the checkpoint could not be
+// ErrOffsetOutOfRange), and the store removes their files in the
+// background (deleter.go; WaitDeleted waits for it), or a later
+// DeleteSegmentsBefore on the partition does, without a durable write of
+// its own. A partition that cannot move (its log does not open, is
+// closed, or has nothing to delete) is left as it was. The error says the checkpoint could not be
 // written; then nothing moved.
 func (s *Store) AdvanceStartOffsets(targets []PartitionOffset) error {
 	if s.opts.Log.ReadOnly {
@@ -157,8 +158,17 @@ func (s *Store) AdvanceStartOffsets(targets []PartitionOffset) error {
 	if err := s.writeStartOffsetsLocked(next); err != nil {
 		return err
 	}
+	logs := make([]*Log, 0, len(kept))
 	for _, m := range kept {
 		m.log.dropFrontLocked(m.segs, m.n)
+		logs = append(logs, m.log)
+	}
+	if !s.deleter.add(logs...) {
+		// The store is closing: its Close no longer sees these logs'
+		// segments; their files stay for the next open.
+		for _, l := range logs {
+			_ = l.removeDroppedLocked(false)
+		}
 	}
 	return nil
 }

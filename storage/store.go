@@ -103,6 +103,10 @@ type Store struct {
 	startsMu sync.Mutex
 	starts   map[string]int64 // by partition directory name
 
+	// deleter removes the files of the segments AdvanceStartOffsets took
+	// out of their logs, in the background (deleter.go).
+	deleter deleter
+
 	lock *dirLock      // exclusive flock on the root directory
 	rr   atomic.Uint64 // round-robin partitioner
 	stop chan struct{}
@@ -436,7 +440,10 @@ func (s *Store) flushAll() {
 	}
 }
 
-// Close stops the background flusher and closes every open log cleanly.
+// Close stops the background flusher and the removal of deleted
+// segments' files (after the partition in hand: the files left lie below
+// the durable start offsets, and the next open removes them), and closes
+// every open log cleanly.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -449,7 +456,11 @@ func (s *Store) Close() error {
 	s.logs = map[string]*logSlot{}
 	s.mu.Unlock()
 	s.wg.Wait()
-	err := closeSlots(slices.Collect(maps.Values(slots)))
+	var errs []error
+	for _, l := range s.deleter.stop() {
+		errs = append(errs, l.removeDropped(false))
+	}
+	err := errors.Join(append(errs, closeSlots(slices.Collect(maps.Values(slots))))...)
 	s.lock.unlock()
 	if err != nil {
 		return fmt.Errorf("storage: close store: %w", err)

@@ -162,7 +162,8 @@ type DeleteResult struct {
 // finishes the deletion. Readers in a deleted segment finish their read or
 // get ErrOffsetOutOfRange. A segment whose files cannot be removed is
 // retried by the next call. After Store.AdvanceStartOffsets moved the
-// start, it only removes the files.
+// start, it only removes the files (those the store's background deleter
+// has not removed yet).
 func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
@@ -192,16 +193,26 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 		}
 		l.dropFrontLocked(segs, n)
 	}
-	if start := l.start.Load(); l.startFile < start {
-		// Moved by Store.AdvanceStartOffsets, durable in the store's
-		// checkpoint: this partition's own file tells followers and a
-		// standalone open, and needs no fsync.
-		if err := vfs.ReplaceFile(l.opts.FS, filepath.Join(l.dir, logStartOffsetFile), encodeCheckpoint(logStartOffsetFile, start), l.opts.FileMode); err != nil {
-			return DeleteResult{StartOffset: start}, fmt.Errorf("storage: write start offset of %s: %w", l.dir, err)
-		}
-		l.startFile = start
+	if err := l.writeStartFileLocked(); err != nil {
+		return DeleteResult{StartOffset: l.start.Load()}, err
 	}
 	return l.removePendingLocked()
+}
+
+// writeStartFileLocked writes the partition's own log-start-offset file,
+// without fsync, when Store.AdvanceStartOffsets moved the start past it:
+// the store's checkpoint holds the start durably; this file tells
+// followers and a standalone open. The caller holds writeMu.
+func (l *Log) writeStartFileLocked() error {
+	start := l.start.Load()
+	if l.startFile >= start {
+		return nil
+	}
+	if err := vfs.ReplaceFile(l.opts.FS, filepath.Join(l.dir, logStartOffsetFile), encodeCheckpoint(logStartOffsetFile, start), l.opts.FileMode); err != nil {
+		return fmt.Errorf("storage: write start offset of %s: %w", l.dir, err)
+	}
+	l.startFile = start
+	return nil
 }
 
 // checkDeletableLocked says whether the log can delete from the front.

@@ -179,7 +179,14 @@ func runCleaner(ctx context.Context, store *storage.Store, consumed retention.Co
 		return retention.Report{}, err
 	}
 	defer cl.Close()
-	return cl.RunOnce(ctx)
+	rep, err := cl.RunOnce(ctx)
+	if err == nil && !dryRun {
+		// The store removes the files in the background, and its Close
+		// would leave the rest to the next open: the command frees the
+		// space before it exits.
+		err = store.WaitDeleted(ctx)
+	}
+	return rep, err
 }
 
 // missingSegments reports whether a run failed only on partitions where a

@@ -97,6 +97,22 @@ func (w *retWorkload) Run(fsys vfs.FS, root string) (err error) {
 			if err == nil && len(rep.Failures) > 0 {
 				err = rep.Failures[0].Err
 			}
+			if err != nil {
+				break
+			}
+			// The starts are durable when RunOnce returns: they never
+			// move back.
+			for p := range w.logs {
+				if l, lerr := st.Log(retTopic, int32(p)); lerr == nil {
+					w.logs[p].ackedStart = max(w.logs[p].ackedStart, l.StartOffset())
+				}
+			}
+			// The store removes the files in the background; every other
+			// run waits for it, so that crash points fall both beside
+			// the removal and after it.
+			if rng.IntN(2) == 0 {
+				err = st.WaitDeleted(context.Background())
+			}
 		}
 		if err != nil {
 			return err

@@ -116,6 +116,9 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, err)
 	require.Len(t, rep.Deletions, 2)
 	require.Equal(t, int64(10), f.o0.StartOffset())
+	// The deleted segments' files go in the background: the sizes below
+	// are counted from the files.
+	require.NoError(t, f.store.WaitDeleted(context.Background()))
 
 	f.c = metrics.New(f.store, metrics.Options{Offsets: f.offs, Cleaner: f.cl, Fsync: f.fsync})
 	return f

@@ -876,7 +876,11 @@ func TestConcurrentConsumers(t *testing.T) {
 				}
 				switch r := rng.IntN(10); {
 				case r == 0:
-					assert.NoError(t, q.Abort(it.Lease))
+					// The clock runs fast: the lease may have expired
+					// already, as Confirm below allows.
+					if err := q.Abort(it.Lease); !errors.Is(err, queue.ErrLeaseExpired) {
+						assert.NoError(t, err)
+					}
 				case r == 1:
 					mu.Lock()
 					stranded = append(stranded, it.Lease)

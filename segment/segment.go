@@ -329,7 +329,16 @@ func (s *Segment) MaxTimestamp() (ts, offset int64, ok bool, err error) {
 // indexes are trimmed to their used length and fsynced, so that an open
 // after a clean close can trust them (the .log's data is the caller's to
 // fsync first). The segment cannot be used afterwards.
-func (s *Segment) Close() error {
+func (s *Segment) Close() error { return s.close(true) }
+
+// CloseUnsynced closes the segment as Close does, but makes nothing
+// durable and leaves an active .log's preallocated tail in place (zeros,
+// which recovery reads as the end of the data): for a log closed without
+// a clean shutdown, whose next open recovers anyway (storage's
+// CloseUnflushed).
+func (s *Segment) CloseUnsynced() error { return s.close(false) }
+
+func (s *Segment) close(sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -337,7 +346,7 @@ func (s *Segment) Close() error {
 	}
 	s.closed = true
 	var err error
-	if s.writable && !s.deleted {
+	if sync && s.writable && !s.deleted {
 		// Exact size for a clean reopen: no preallocated tail.
 		err = s.trimLogLocked()
 	}
@@ -345,7 +354,7 @@ func (s *Segment) Close() error {
 	if s.opts.Budget != nil {
 		s.opts.Budget.release(s)
 	}
-	if err == nil && s.writable && !s.deleted {
+	if sync && err == nil && s.writable && !s.deleted {
 		// Trimmed by closing (now or by an earlier eviction of the
 		// files): make the indexes' entries and sizes durable.
 		err = errors.Join(s.syncFile(s.path(IndexSuffix)), s.syncFile(s.path(TimeIndexSuffix)))

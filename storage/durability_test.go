@@ -514,6 +514,7 @@ func TestCloseUnflushed(t *testing.T) {
 	fsys.Reset()
 	require.NoError(t, l.CloseUnflushed())
 	assert.Zero(t, fsys.Calls(faultfs.OpCreate|faultfs.OpRename), "no checkpoint, no marker")
+	assert.Zero(t, fsys.Calls(faultfs.OpSync|faultfs.OpSyncDir), "no fsync")
 	assert.NoFileExists(t, filepath.Join(dir, cleanShutdownFile))
 	_, err := l.Append(Record{Value: []byte("x")})
 	assert.ErrorIs(t, err, ErrClosed)

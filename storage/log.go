@@ -336,7 +336,7 @@ func (l *Log) close(flush bool) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	if !flush {
-		err := l.closeSegments()
+		err := l.closeSegmentsWith((*segment.Segment).CloseUnsynced)
 		l.lock.unlock()
 		if err != nil {
 			return fmt.Errorf("storage: close %s: %w", l.dir, err)
@@ -380,14 +380,18 @@ func (l *Log) close(flush bool) error {
 	return nil
 }
 
-func (l *Log) closeSegments() error {
+func (l *Log) closeSegments() error { return l.closeSegmentsWith((*segment.Segment).Close) }
+
+// closeSegmentsWith closes every segment with closeFn (Close, or
+// CloseUnsynced for CloseUnflushed).
+func (l *Log) closeSegmentsWith(closeFn func(*segment.Segment) error) error {
 	p := l.segs.Load()
 	if p == nil {
 		return nil
 	}
 	var errs []error
 	for _, s := range *p {
-		errs = append(errs, s.Close())
+		errs = append(errs, closeFn(s))
 	}
 	return errors.Join(errs...)
 }

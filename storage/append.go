@@ -215,16 +215,15 @@ func (l *Log) shouldRollLocked(active *segment.Segment, n int) bool {
 func (l *Log) rollLocked() error {
 	old := l.active()
 	end := l.end.Load()
+	// Registered before the seal cuts the .log's tail: from here on no
+	// checkpoint moves the recovery point past old until its fsync.
+	l.addRollPending(old)
 	// With everything flushed, a recovery point at the end may have been
 	// written already, which a crash would trust: then the segment is
 	// sealed durably now (there is no data left to write back).
 	background := l.flushed.Load() < end
 	var err error
 	if background {
-		// Registered before the seal cuts the .log's tail: from here on
-		// no checkpoint moves the recovery point past old until its
-		// fsync.
-		l.addRollPending(old)
 		err = old.SealUnsynced()
 	} else {
 		err = old.Seal()
@@ -233,6 +232,9 @@ func (l *Log) rollLocked() error {
 		// The indexes may not be durable: nothing may be acknowledged
 		// past this segment until a reopen recovers it.
 		return l.fail(err)
+	}
+	if !background {
+		l.dropRollPending(old)
 	}
 	// Best effort: a missing snapshot only means a longer rebuild.
 	_ = l.writeProducerSnapshotLocked()

@@ -156,6 +156,13 @@ func (l *Log) syncOnce() error {
 		if err != nil {
 			return l.fail(err)
 		}
+		if i+1 < len(segs) {
+			// A rolled segment whose background fsync had not run: this
+			// one made it durable (and the cut of its tail, sealed
+			// before its successor was published). Fsynced again, it
+			// could fail the log for nothing.
+			l.dropRollPending(s)
+		}
 	}
 	l.raiseFlushed(end)
 	return nil

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/seglog/seglog/internal/vfs"
 )
 
 // This file holds the codecs of every file a partition directory keeps
@@ -27,25 +29,68 @@ import (
 // They are replaced atomically (vfs.WriteFileAtomic).
 
 func encodeCheckpoint(name string, offset int64) []byte {
-	body := fmt.Sprintf("seglog %s v1 %d", name, offset)
-	return []byte(fmt.Sprintf("%s %016x\n", body, xxhash.Sum64String(body)))
+	return encodeLine(name, strconv.FormatInt(offset, 10))
 }
 
 func decodeCheckpoint(name string, b []byte) (int64, error) {
-	line := strings.TrimSuffix(string(b), "\n")
-	fields := strings.Fields(line)
-	if len(fields) != 5 || fields[0] != "seglog" || fields[1] != name || fields[2] != "v1" {
-		return 0, fmt.Errorf("%w: %s: not a v1 checkpoint", ErrCorrupt, name)
+	f, err := decodeLine(name, b, 1)
+	if err != nil {
+		return 0, err
 	}
-	body := strings.Join(fields[:4], " ")
-	if fmt.Sprintf("%016x", xxhash.Sum64String(body)) != fields[4] {
-		return 0, fmt.Errorf("%w: %s: checksum mismatch", ErrCorrupt, name)
-	}
-	v, err := strconv.ParseInt(fields[3], 10, 64)
+	v, err := strconv.ParseInt(f[0], 10, 64)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%w: %s: bad offset %q", ErrCorrupt, name, fields[3])
+		return 0, fmt.Errorf("%w: %s: bad offset %q", ErrCorrupt, name, f[0])
 	}
 	return v, nil
+}
+
+// encodeLine frames values (space-separated) as a one-line file:
+// "seglog <name> v1 <values> <xxhash64 of what precedes it>\n".
+func encodeLine(name, values string) []byte {
+	body := fmt.Sprintf("seglog %s v1 %s", name, values)
+	return []byte(fmt.Sprintf("%s %016x\n", body, xxhash.Sum64String(body)))
+}
+
+// decodeLine checks the framing and checksum of a one-line file of n
+// values and returns the values.
+func decodeLine(name string, b []byte, n int) ([]string, error) {
+	line := strings.TrimSuffix(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) != n+4 || fields[0] != "seglog" || fields[1] != name || fields[2] != "v1" {
+		return nil, fmt.Errorf("%w: %s: not a v1 file", ErrCorrupt, name)
+	}
+	body := strings.Join(fields[:n+3], " ")
+	if fmt.Sprintf("%016x", xxhash.Sum64String(body)) != fields[n+3] {
+		return nil, fmt.Errorf("%w: %s: checksum mismatch", ErrCorrupt, name)
+	}
+	return fields[3 : n+3], nil
+}
+
+// The clean-shutdown marker is empty, or holds the stamp of the partition
+// directory (vfs.DirStamp) taken after the clean close that wrote it, once
+// that stamp was settled:
+//
+//	seglog .clean-shutdown v1 <device> <inode> <change time, ns> <xxhash64>\n
+//
+// An open that finds the directory's stamp unchanged trusts the manifest
+// without listing the directory (see Log.load).
+
+func encodeDirStamp(s vfs.DirStamp) []byte {
+	return encodeLine(cleanShutdownFile, fmt.Sprintf("%d %d %d", s.Dev, s.Ino, s.Ctime))
+}
+
+func decodeDirStamp(b []byte) (vfs.DirStamp, error) {
+	f, err := decodeLine(cleanShutdownFile, b, 3)
+	if err != nil {
+		return vfs.DirStamp{}, err
+	}
+	dev, err1 := strconv.ParseUint(f[0], 10, 64)
+	ino, err2 := strconv.ParseUint(f[1], 10, 64)
+	ctime, err3 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return vfs.DirStamp{}, fmt.Errorf("%w: %s: bad stamp %q", ErrCorrupt, cleanShutdownFile, strings.Join(f, " "))
+	}
+	return vfs.DirStamp{Dev: dev, Ino: ino, Ctime: ctime}, nil
 }
 
 // Multi-line checkpoint files (the leader epoch cache, the manifest) share

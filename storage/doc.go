@@ -24,7 +24,10 @@
 // are removed, and the removal made durable, before the log's first change
 // (an append, a roll, a truncation, a deletion, a recovery), so a crash
 // after any change counts as unclean on the next open, and an open that
-// changes nothing leaves the log clean.
+// changes nothing leaves the log clean. A clean open checks the manifest
+// against a listing of the directory, unless the marker holds the
+// directory's stamp (vfs.DirStamp) and the directory still has it: then no
+// entry changed since the clean Close, and the manifest is taken as it is.
 //
 // # Offsets and reads
 //

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"testing"
 	"time"
+
+	"github.com/seglog/seglog/internal/vfs"
 )
 
 // Fuzz targets for every small file the log reads back from disk. Each
@@ -54,6 +56,16 @@ func FuzzCheckpoint(f *testing.F) {
 			return nil
 		},
 		equal[int64])
+}
+
+// FuzzDirStamp: the clean-shutdown marker's stamp of the directory.
+func FuzzDirStamp(f *testing.F) {
+	fuzzRoundTrip(f, [][]byte{
+		encodeDirStamp(vfs.DirStamp{Dev: 2049, Ino: 1 << 40, Ctime: 1_796_148_937_571_594_515}),
+		encodeDirStamp(vfs.DirStamp{Dev: 1<<64 - 1, Ino: 1<<64 - 1, Ctime: -1}),
+		[]byte("seglog .clean-shutdown v1 1 2 3 0000000000000000\n"),
+		{},
+	}, decodeDirStamp, encodeDirStamp, nil, equal[vfs.DirStamp])
 }
 
 func FuzzProducerSnapshot(f *testing.F) {

@@ -42,6 +42,9 @@ type Log struct {
 	sinceSync            int                // records appended since the last fsync (SyncEveryN)
 	pendingDelete        []*segment.Segment // segments removed from the list whose files remain
 	markerRemovalPending bool               // the clean-shutdown marker and manifest are to be removed, durably, before the first change
+	manifestCurrent      bool               // the marker and manifest on disk describe the files, unchanged since the open: Close leaves them
+	markerStamped        bool               // the marker holds markerStamp (see stampMarkerLocked)
+	markerStamp          vfs.DirStamp       // the directory's stamp, when markerStamped
 	dirSyncPending       bool               // a new segment's directory entry is not yet fsynced
 	startFile            int64              // the start offset in the partition's log-start-offset file (-1: none)
 
@@ -122,6 +125,7 @@ type OpenStats struct {
 	DeletedSegments  int   // segments deleted after the first invalid batch
 	RemovedLeftovers int   // stale temporary or orphaned index files removed
 	FromManifest     bool  // the segment list came from the clean-close manifest
+	DirUnchanged     bool  // the directory was unchanged since that close (its stamp matched): not listed
 }
 
 // Open opens (creating if needed) the partition log in dir.
@@ -344,6 +348,11 @@ func (l *Log) close(flush bool) error {
 		return nil
 	}
 	var err error
+	// Nothing changed since a clean open: the marker and manifest on disk
+	// still describe the files (and the producer snapshot at the end is
+	// the one the open read), so they are left as they are.
+	unchanged := l.markerRemovalPending && l.manifestCurrent
+	manifestWritten := unchanged
 	if l.failure() == nil {
 		// What the background flusher of rolled segments left.
 		err = l.syncRolled(nil)
@@ -356,22 +365,29 @@ func (l *Log) close(flush bool) error {
 		if err == nil {
 			err = l.checkpointHighWatermark()
 		}
-		if err == nil {
+		if err == nil && !unchanged {
 			err = l.writeProducerSnapshotLocked()
 		}
 		if err == nil && l.epochsDirty {
 			err = l.writeEpochCacheLocked()
 		}
-		if err == nil && len(l.pendingDelete) == 0 {
+		if err == nil && len(l.pendingDelete) == 0 && !unchanged {
 			// With files of half-failed deletions still on disk, the next
 			// open must list the directory (and remove them).
 			err = l.writeManifestLocked()
+			manifestWritten = err == nil
 		}
 	}
 	// Closing a segment trims its index files to their used length.
 	err = errors.Join(err, l.closeSegments())
 	if err == nil && l.failure() == nil {
-		err = vfs.WriteFileAtomic(l.opts.FS, filepath.Join(l.dir, cleanShutdownFile), nil, l.opts.FileMode)
+		if !unchanged {
+			err = vfs.WriteFileAtomic(l.opts.FS, filepath.Join(l.dir, cleanShutdownFile), nil, l.opts.FileMode)
+			l.markerStamped = false
+		}
+		if err == nil && manifestWritten {
+			l.stampMarkerLocked()
+		}
 	}
 	l.lock.unlock()
 	if err != nil {

@@ -11,13 +11,18 @@ import (
 
 // The manifest is written at a clean Close, just before the clean-shutdown
 // marker, and read only when the marker is present: it lists the segments
-// with what is known of them, so that a clean open neither lists the
-// directory nor opens a sealed segment. Any doubt (a missing, damaged or
-// inconsistent manifest) falls back to listing the directory. Its format
-// is in codec.go.
+// with what is known of them, so that a clean open opens no sealed
+// segment. The open checks it against a listing of the directory, unless
+// the marker's stamp says the directory is unchanged since (see
+// takeUnchangedDir). Any doubt (a missing, damaged or inconsistent
+// manifest) falls back to listing the directory and recovering. Its
+// format is in codec.go.
 const (
 	manifestFile     = "manifest"
 	manifestMaxBytes = 64 << 20
+	// maxMarkerBytes bounds what an open reads of the clean-shutdown
+	// marker (a stamp line is under 100 bytes).
+	maxMarkerBytes = 256
 )
 
 type segmentInfo struct {

@@ -23,18 +23,24 @@ func (l *Log) load() error {
 	} else if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory (symbolic links are not followed)", l.dir)
 	}
-	// The listing comes first: a directory it refuses (a stray or
-	// symlinked segment file) fails the open with nothing changed.
-	bases, err := l.listDir()
-	if err != nil {
-		return err
-	}
-	if len(bases) > 0 {
+	// A directory unchanged since a clean close needs no listing: its
+	// manifest names every file.
+	clean, known, bases := l.takeUnchangedDir()
+	if known == nil {
+		// The listing comes first: a directory it refuses (a stray or
+		// symlinked segment file) fails the open with nothing changed.
+		var err error
+		if bases, err = l.listDir(); err != nil {
+			return err
+		}
+		if len(bases) > 0 {
+			l.prefetch(bases[len(bases)-1])
+		}
+		if clean, known, err = l.takeCleanMarker(bases); err != nil {
+			return err
+		}
+	} else {
 		l.prefetch(bases[len(bases)-1])
-	}
-	clean, known, err := l.takeCleanMarker(bases)
-	if err != nil {
-		return err
 	}
 	ck, err := l.readLoadCheckpoints(&clean)
 	if err != nil {
@@ -45,14 +51,18 @@ func (l *Log) load() error {
 	}
 	// Segments wholly below the start offset are left from a deletion
 	// that a crash interrupted after the start offset was advanced.
+	changed := l.openStats.RemovedLeftovers > 0
 	if ck.haveStart {
 		for len(bases) > 1 && bases[1] <= ck.start {
 			if err := segment.Open(l.dir, bases[0], bases[1], l.opts.segmentOptions()).Delete(); err != nil {
 				return err
 			}
-			bases = bases[1:]
+			bases, changed = bases[1:], true
 		}
 	}
+	// The marker and manifest stay until the first change; if none
+	// comes, Close leaves them as they are.
+	l.manifestCurrent = clean && known != nil && !changed && slices.Equal(known.Snapshots, l.snapshots) && slices.Equal(known.bases(), bases)
 	l.openStats.Segments = len(bases)
 	segs := l.sealedSegments(bases, known)
 	if clean {
@@ -75,6 +85,44 @@ func (l *Log) load() error {
 		}
 	}
 	return l.finishLoad(segs, bases, ck.recoveryPoint, clean, ck.start, ck.haveStart)
+}
+
+// takeUnchangedDir trusts the manifest without listing the directory when
+// the clean-shutdown marker holds the directory's stamp (vfs.DirStamp) and
+// the directory still has it: no entry was created, removed or renamed
+// since the clean close that wrote the marker and the manifest, so the
+// manifest still names every segment and snapshot, and no leftover lies
+// beside them (Close stamps the marker only when it wrote the manifest,
+// which it does only with no leftover). It returns known nil when the
+// directory must be listed instead.
+func (l *Log) takeUnchangedDir() (clean bool, known *manifest, bases []int64) {
+	fsys := l.opts.FS
+	marker := filepath.Join(l.dir, cleanShutdownFile)
+	fi, err := fsys.Lstat(marker)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 || fi.Size() > maxMarkerBytes {
+		return false, nil, nil
+	}
+	b, err := vfs.ReadFile(fsys, marker, maxMarkerBytes)
+	if err != nil {
+		return false, nil, nil
+	}
+	stamp, err := decodeDirStamp(b)
+	if err != nil {
+		return false, nil, nil
+	}
+	now, _, err := vfs.StatDirStamp(fsys, l.dir)
+	if err != nil || now != stamp {
+		return false, nil, nil
+	}
+	m, ok := readManifest(fsys, l.dir)
+	if !ok {
+		return false, nil, nil
+	}
+	l.markerRemovalPending = true
+	l.markerStamp, l.markerStamped = stamp, true
+	l.snapshots = append(l.snapshots[:0], m.Snapshots...)
+	l.openStats.Clean, l.openStats.FromManifest, l.openStats.DirUnchanged = true, true, true
+	return true, m, m.bases()
 }
 
 // takeCleanMarker reads the clean-shutdown marker and the manifest: a
@@ -367,8 +415,32 @@ func (l *Log) durableMarkerRemovalLocked() error {
 	if err := l.opts.FS.SyncDir(l.dir); err != nil {
 		return l.fail(err)
 	}
-	l.markerRemovalPending, l.dirSyncPending = false, false
+	l.markerRemovalPending, l.dirSyncPending, l.manifestCurrent = false, false, false
 	return nil
+}
+
+// stampMarkerLocked records the directory's stamp in the clean-shutdown
+// marker, once it is settled (vfs.StatDirStamp), so that the next open
+// can skip the listing. Close calls it when the manifest on disk names
+// every file. The write is in place and not fsynced: after a power cut
+// the marker holds this stamp, an older one or none, and an older one
+// cannot match (the marker is a new file at every close that rewrites
+// it, and the directory's durable state moved past it otherwise), so the
+// worst is a listing. An unsettled stamp is not recorded; Close tries
+// again after the next open.
+func (l *Log) stampMarkerLocked() {
+	s, settled, err := vfs.StatDirStamp(l.opts.FS, l.dir)
+	if err != nil || !settled || (l.markerStamped && s == l.markerStamp) {
+		return
+	}
+	f, err := l.opts.FS.OpenFile(filepath.Join(l.dir, cleanShutdownFile), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return
+	}
+	_, err = f.Write(encodeDirStamp(s))
+	if cerr := f.Close(); err == nil && cerr == nil {
+		l.markerStamp, l.markerStamped = s, true
+	}
 }
 
 // loadReplicationState loads the leader epoch cache, the producer state and

@@ -252,6 +252,7 @@ func (l *Log) dropFrontLocked(segs []*segment.Segment, n int) {
 	}
 	l.publish(segs[n:])
 	l.pendingDelete = append(l.pendingDelete, segs[:n]...)
+	l.manifestCurrent = false // it names the segments that left
 }
 
 // removePendingLocked removes the files of the segments taken out of the

@@ -211,3 +211,27 @@ func TestCopiedDirectoryListed(t *testing.T) {
 	assert.True(t, l.OpenStats().Clean)
 	assert.Equal(t, int64(600), readAll(t, l, 0))
 }
+
+// TestStoreCloseStampsEveryPartition: a Store's Close leaves every
+// partition it wrote to stamped (waiting for the clock once for all of
+// them), so that the next open of each skips the listing.
+func TestStoreCloseStampsEveryPartition(t *testing.T) {
+	root := t.TempDir()
+	const parts = 8
+	for round := 0; round < 3; round++ {
+		s, err := OpenStore(root, StoreOptions{Log: small()})
+		require.NoError(t, err)
+		if round == 0 {
+			require.NoError(t, s.CreateTopic("t", parts, TopicConfig{}))
+		}
+		for p := int32(0); p < parts; p++ {
+			l, err := s.Log("t", p)
+			require.NoError(t, err)
+			if round > 0 {
+				assert.True(t, l.OpenStats().DirUnchanged, "round %d partition %d", round, p)
+			}
+			fill(t, l, 50, 5)
+		}
+		require.NoError(t, s.Close())
+	}
+}

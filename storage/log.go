@@ -45,6 +45,7 @@ type Log struct {
 	manifestCurrent      bool               // the marker and manifest on disk describe the files, unchanged since the open: Close leaves them
 	markerStamped        bool               // the marker holds markerStamp (see stampMarkerLocked)
 	markerStamp          vfs.DirStamp       // the directory's stamp, when markerStamped
+	stampPending         bool               // Close left the marker unstamped: the stamp was not settled (stampAfterClose)
 	dirSyncPending       bool               // a new segment's directory entry is not yet fsynced
 	startFile            int64              // the start offset in the partition's log-start-offset file (-1: none)
 
@@ -386,7 +387,7 @@ func (l *Log) close(flush bool) error {
 			l.markerStamped = false
 		}
 		if err == nil && manifestWritten {
-			l.stampMarkerLocked()
+			l.stampPending = l.stampMarkerLocked()
 		}
 	}
 	l.lock.unlock()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
@@ -426,22 +427,63 @@ func (l *Log) durableMarkerRemovalLocked() error {
 // the marker holds this stamp, an older one or none, and an older one
 // cannot match (the marker is a new file at every close that rewrites
 // it, and the directory's durable state moved past it otherwise), so the
-// worst is a listing. An unsettled stamp is not recorded; Close tries
-// again after the next open.
-func (l *Log) stampMarkerLocked() {
+// worst is a listing. It returns true when the stamp was not settled yet:
+// the caller may try again a clock tick later (a Store does, once for
+// all its logs, stampClosed), or leave it to the next unchanged Close.
+func (l *Log) stampMarkerLocked() (unsettled bool) {
 	s, settled, err := vfs.StatDirStamp(l.opts.FS, l.dir)
-	if err != nil || !settled || (l.markerStamped && s == l.markerStamp) {
-		return
+	if err != nil {
+		return false
+	}
+	if !settled {
+		return true
+	}
+	if l.markerStamped && s == l.markerStamp {
+		return false
 	}
 	f, err := l.opts.FS.OpenFile(filepath.Join(l.dir, cleanShutdownFile), os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
-		return
+		return false // gone: the log changed since (another process's)
 	}
 	_, err = f.Write(encodeDirStamp(s))
 	if cerr := f.Close(); err == nil && cerr == nil {
 		l.markerStamp, l.markerStamped = s, true
 	}
+	return false
 }
+
+// stampAfterClose tries again to stamp the marker of a closed log whose
+// Close found the stamp unsettled, and reports whether it still is.
+func (l *Log) stampAfterClose() (unsettled bool) {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.stampPending {
+		l.stampPending = l.stampMarkerLocked()
+	}
+	return l.stampPending
+}
+
+// stampClosed stamps the markers of closed logs whose Close found the
+// stamp unsettled (their last rename was in the current clock tick),
+// waiting for the clock once for all of them: the kernel's tick is 1 to
+// 10 ms, and most logs closed a while ago by the time the last one is.
+func stampClosed(logs []*Log) {
+	for wait := 0; ; wait++ {
+		pending := logs[:0]
+		for _, l := range logs {
+			if l.stampAfterClose() {
+				pending = append(pending, l)
+			}
+		}
+		if logs = pending; len(logs) == 0 || wait == maxStampWait {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// maxStampWait bounds stampClosed's waiting, in milliseconds.
+const maxStampWait = 20
 
 // loadReplicationState loads the leader epoch cache, the producer state and
 // the high watermark after the segments are loaded.

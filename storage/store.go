@@ -461,6 +461,13 @@ func (s *Store) Close() error {
 		errs = append(errs, l.removeDropped(false))
 	}
 	err := errors.Join(append(errs, closeSlots(slices.Collect(maps.Values(slots))))...)
+	var closed []*Log
+	for _, slot := range slots {
+		if slot.l != nil {
+			closed = append(closed, slot.l)
+		}
+	}
+	stampClosed(closed)
 	s.lock.unlock()
 	if err != nil {
 		return fmt.Errorf("storage: close store: %w", err)

@@ -97,6 +97,7 @@ func (w Recovery) clean(ctx context.Context, env *Env, segs int, keepCrashed boo
 	res.param("opens", w.Opens)
 	h := NewHistogram()
 	var openStats storage.OpenStats
+	unlisted := 0
 	for i := 0; i < w.Opens; i++ {
 		t := time.Now()
 		l, err := storage.Open(partitionDir(dir, 0), storage.Options{SegmentBytes: segBytes})
@@ -107,6 +108,9 @@ func (w Recovery) clean(ctx context.Context, env *Env, segs int, keepCrashed boo
 		h.Record(d)
 		res.Elapsed += d
 		openStats = l.OpenStats()
+		if openStats.DirUnchanged {
+			unlisted++
+		}
 		if err := l.Close(); err != nil {
 			return Result{}, "", err
 		}
@@ -118,6 +122,8 @@ func (w Recovery) clean(ctx context.Context, env *Env, segs int, keepCrashed boo
 	res.Latency = h.Latency()
 	res.metric("segments_found", float64(openStats.Segments))
 	res.metric("open_p50_ms", float64(res.Latency.P50)/1e6)
+	res.metric("unlisted_opens", float64(unlisted))
+	res.Notes = append(res.Notes, fmt.Sprintf("%d of %d opens found the directory unchanged since the last clean close (its stamp in the marker) and did not list it; the first Close after writing records the stamp only once the clock has moved past the directory's last change", unlisted, w.Opens))
 	cold, coldRead, ok, err := coldOpens(partitionDir(dir, 0), storage.Options{SegmentBytes: segBytes}, w.Opens)
 	if err != nil {
 		return Result{}, "", err

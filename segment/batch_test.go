@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -307,4 +308,32 @@ func TestParseCodec(t *testing.T) {
 	_, err := ParseCodec("lz4")
 	assert.Error(t, err)
 	assert.True(t, errors.Is(ErrChecksum, ErrCorrupt))
+}
+
+// TestZstdFrameChecksum: batches are written without the zstd frame's
+// content checksum (the batch checksum covers the compressed bytes), and
+// frames written with one (by earlier versions, or another producer) are
+// still read, their checksum verified.
+func TestZstdFrameChecksum(t *testing.T) {
+	src := bytes.Repeat([]byte("seglog zstd frame "), 500)
+	ours, err := compress(CodecZstd, nil, src)
+	require.NoError(t, err)
+	var h zstd.Header
+	require.NoError(t, h.Decode(ours))
+	assert.False(t, h.HasCheckSum, "written without the frame checksum")
+
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(true))
+	require.NoError(t, err)
+	theirs := enc.EncodeAll(src, nil)
+	require.NoError(t, h.Decode(theirs))
+	require.True(t, h.HasCheckSum)
+	for _, frame := range [][]byte{ours, theirs} {
+		out, err := decompress(CodecZstd, nil, frame, 1<<20)
+		require.NoError(t, err)
+		assert.Equal(t, src, out)
+	}
+	bad := slices.Clone(theirs)
+	bad[len(bad)-1] ^= 1 // the frame checksum's last byte
+	_, err = decompress(CodecZstd, nil, bad, 1<<20)
+	assert.ErrorIs(t, err, ErrCorrupt)
 }

@@ -68,29 +68,35 @@ func decodeLine(name string, b []byte, n int) ([]string, error) {
 
 // The clean-shutdown marker is empty, or holds the stamp of the partition
 // directory (vfs.DirStamp) taken after the clean close that wrote it, once
-// that stamp was settled:
+// that stamp was settled, and the xxhash64 of the manifest it vouches for:
 //
-//	seglog .clean-shutdown v1 <device> <inode> <change time, ns> <xxhash64>\n
+//	seglog .clean-shutdown v1 <device> <inode> <change time, ns> <manifest's xxhash64> <xxhash64>\n
 //
-// An open that finds the directory's stamp unchanged trusts the manifest
-// without listing the directory (see Log.load).
-
-func encodeDirStamp(s vfs.DirStamp) []byte {
-	return encodeLine(cleanShutdownFile, fmt.Sprintf("%d %d %d", s.Dev, s.Ino, s.Ctime))
+// An open that finds the directory's stamp and the manifest unchanged
+// trusts the manifest without listing the directory (see
+// Log.takeUnchangedDir).
+type cleanStamp struct {
+	Dir      vfs.DirStamp
+	Manifest uint64 // xxhash64 of the manifest file's bytes
 }
 
-func decodeDirStamp(b []byte) (vfs.DirStamp, error) {
-	f, err := decodeLine(cleanShutdownFile, b, 3)
+func encodeCleanStamp(s cleanStamp) []byte {
+	return encodeLine(cleanShutdownFile, fmt.Sprintf("%d %d %d %016x", s.Dir.Dev, s.Dir.Ino, s.Dir.Ctime, s.Manifest))
+}
+
+func decodeCleanStamp(b []byte) (cleanStamp, error) {
+	f, err := decodeLine(cleanShutdownFile, b, 4)
 	if err != nil {
-		return vfs.DirStamp{}, err
+		return cleanStamp{}, err
 	}
 	dev, err1 := strconv.ParseUint(f[0], 10, 64)
 	ino, err2 := strconv.ParseUint(f[1], 10, 64)
 	ctime, err3 := strconv.ParseInt(f[2], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return vfs.DirStamp{}, fmt.Errorf("%w: %s: bad stamp %q", ErrCorrupt, cleanShutdownFile, strings.Join(f, " "))
+	sum, err4 := strconv.ParseUint(f[3], 16, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || len(f[3]) != 16 {
+		return cleanStamp{}, fmt.Errorf("%w: %s: bad stamp %q", ErrCorrupt, cleanShutdownFile, strings.Join(f, " "))
 	}
-	return vfs.DirStamp{Dev: dev, Ino: ino, Ctime: ctime}, nil
+	return cleanStamp{Dir: vfs.DirStamp{Dev: dev, Ino: ino, Ctime: ctime}, Manifest: sum}, nil
 }
 
 // Multi-line checkpoint files (the leader epoch cache, the manifest) share

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -82,7 +83,7 @@ func TestUnchangedDirectoryNotListed(t *testing.T) {
 	marker, err := os.ReadFile(filepath.Join(dir, cleanShutdownFile))
 	require.NoError(t, err)
 	if len(marker) > 0 { // stamped if the clock had moved on
-		_, err := decodeDirStamp(marker)
+		_, err := decodeCleanStamp(marker)
 		require.NoError(t, err)
 	}
 	l = openLog(t, dir, small())
@@ -191,7 +192,7 @@ func restamp(t *testing.T, dir string) {
 		require.NoError(t, err)
 		now, _, err := vfs.StatDirStamp(vfs.Default, dir)
 		require.NoError(t, err)
-		if s, err := decodeDirStamp(b); err == nil && s == now {
+		if s, err := decodeCleanStamp(b); err == nil && s.Dir == now {
 			return
 		}
 		require.True(t, time.Now().Before(deadline), "the marker of %s holds no current stamp after 5 s", dir)
@@ -234,4 +235,83 @@ func TestStoreCloseStampsEveryPartition(t *testing.T) {
 		}
 		require.NoError(t, s.Close())
 	}
+}
+
+// TestStampReviewFindings: what a stamp must not cover.
+func TestStampReviewFindings(t *testing.T) {
+	// A producer snapshot damaged in place (a torn write after a power
+	// cut: the inode and the directory's stamp are kept): the open drops
+	// it, so its Close must write the manifest, a snapshot at the end and
+	// the marker anew, not keep a manifest naming a file that is gone.
+	t.Run("damaged snapshot", func(t *testing.T) {
+		dir := t.TempDir()
+		stampedLog(t, dir)
+		snap := filepath.Join(dir, segment.FileName(600, snapshotSuffix))
+		f, err := os.OpenFile(snap, os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteAt([]byte("torn"), 8)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		l, err := Open(dir, small())
+		require.NoError(t, err)
+		require.NoError(t, l.Close())
+		for range 2 {
+			l, err := Open(dir, small())
+			require.NoError(t, err)
+			assert.FileExists(t, snap, "a snapshot at the end offset")
+			for _, off := range l.snapshots {
+				assert.FileExists(t, filepath.Join(dir, segment.FileName(off, snapshotSuffix)))
+			}
+			assert.Equal(t, int64(600), readAll(t, l, 0))
+			require.NoError(t, l.Close())
+		}
+	})
+	// Files another process created while the log was open are not
+	// covered by the stamp of its Close, unchanged or not: the next open
+	// lists and removes them.
+	for _, write := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leftover created while open, write=%v", write), func(t *testing.T) {
+			dir := t.TempDir()
+			stampedLog(t, dir)
+			l, err := Open(dir, small())
+			require.NoError(t, err)
+			require.True(t, l.OpenStats().DirUnchanged)
+			if write {
+				fill(t, l, 10, 5)
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.tmp"), []byte("x"), 0o640))
+			time.Sleep(10 * time.Millisecond) // the stamp settles: Close would record it
+			require.NoError(t, l.Close())
+			l, err = Open(dir, small())
+			require.NoError(t, err)
+			assert.False(t, l.OpenStats().DirUnchanged)
+			assert.Equal(t, 1, l.OpenStats().RemovedLeftovers)
+			assert.NoFileExists(t, filepath.Join(dir, "manifest.tmp"))
+			require.NoError(t, l.Close())
+		})
+	}
+	// A manifest copied back in place (same inode: the directory's stamp
+	// does not move) is not the one the stamp vouches for: the open lists,
+	// finds segments the old manifest does not name, and recovers them.
+	t.Run("manifest replaced in place", func(t *testing.T) {
+		dir := t.TempDir()
+		stampedLog(t, dir)
+		old, err := os.ReadFile(filepath.Join(dir, manifestFile))
+		require.NoError(t, err)
+		l := openLog(t, dir, small())
+		fill(t, l, 300, 5)
+		require.NoError(t, l.Close())
+		restamp(t, dir)
+		f, err := os.OpenFile(filepath.Join(dir, manifestFile), os.O_WRONLY|os.O_TRUNC, 0)
+		require.NoError(t, err)
+		_, err = f.Write(old)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		l, err = Open(dir, small())
+		require.NoError(t, err)
+		assert.False(t, l.OpenStats().DirUnchanged)
+		assert.Equal(t, int64(900), l.EndOffset())
+		assert.Equal(t, int64(900), readAll(t, l, 0))
+		require.NoError(t, l.Close())
+	})
 }

@@ -58,14 +58,14 @@ func FuzzCheckpoint(f *testing.F) {
 		equal[int64])
 }
 
-// FuzzDirStamp: the clean-shutdown marker's stamp of the directory.
-func FuzzDirStamp(f *testing.F) {
+// FuzzCleanStamp: the clean-shutdown marker's stamp of the directory.
+func FuzzCleanStamp(f *testing.F) {
 	fuzzRoundTrip(f, [][]byte{
-		encodeDirStamp(vfs.DirStamp{Dev: 2049, Ino: 1 << 40, Ctime: 1_796_148_937_571_594_515}),
-		encodeDirStamp(vfs.DirStamp{Dev: 1<<64 - 1, Ino: 1<<64 - 1, Ctime: -1}),
-		[]byte("seglog .clean-shutdown v1 1 2 3 0000000000000000\n"),
+		encodeCleanStamp(cleanStamp{Dir: vfs.DirStamp{Dev: 2049, Ino: 1 << 40, Ctime: 1_796_148_937_571_594_515}, Manifest: 0x0123456789abcdef}),
+		encodeCleanStamp(cleanStamp{Dir: vfs.DirStamp{Dev: 1<<64 - 1, Ino: 1<<64 - 1, Ctime: -1}, Manifest: 1<<64 - 1}),
+		[]byte("seglog .clean-shutdown v1 1 2 3 0000000000000004 0000000000000000\n"),
 		{},
-	}, decodeDirStamp, encodeDirStamp, nil, equal[vfs.DirStamp])
+	}, decodeCleanStamp, encodeCleanStamp, nil, equal[cleanStamp])
 }
 
 func FuzzProducerSnapshot(f *testing.F) {

@@ -43,8 +43,10 @@ type Log struct {
 	pendingDelete        []*segment.Segment // segments removed from the list whose files remain
 	markerRemovalPending bool               // the clean-shutdown marker and manifest are to be removed, durably, before the first change
 	manifestCurrent      bool               // the marker and manifest on disk describe the files, unchanged since the open: Close leaves them
-	markerStamped        bool               // the marker holds markerStamp (see stampMarkerLocked)
-	markerStamp          vfs.DirStamp       // the directory's stamp, when markerStamped
+	manifest             *manifest          // the manifest on disk, as read by the open or written by Close (nil: none known)
+	manifestSum          uint64             // the xxhash64 of its bytes
+	markerStamped        bool               // the marker holds marker (see stampMarkerLocked)
+	marker               cleanStamp         // the marker's stamp, when markerStamped
 	stampPending         bool               // Close left the marker unstamped: the stamp was not settled (stampAfterClose)
 	dirSyncPending       bool               // a new segment's directory entry is not yet fsynced
 	startFile            int64              // the start offset in the partition's log-start-offset file (-1: none)
@@ -177,6 +179,12 @@ func open(dir string, opts Options) (*Log, error) {
 		l.closeSegments()
 		l.lock.unlock()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	// Loading the producer state drops damaged snapshots: the manifest
+	// then names a file that is gone. And a Close that leaves it must
+	// leave a snapshot at the end too.
+	if n := len(l.snapshots); l.manifestCurrent {
+		l.manifestCurrent = slices.Equal(l.manifest.Snapshots, l.snapshots) && n > 0 && l.snapshots[n-1] == l.end.Load()
 	}
 	if opts.Sync == SyncInterval && !opts.externalFlusher {
 		l.wg.Add(1)

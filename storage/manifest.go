@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/seglog/seglog/internal/vfs"
 )
 
@@ -56,12 +58,13 @@ func (m *manifest) info(base int64) (segmentInfo, bool) {
 	return m.Segments[i], true
 }
 
-func readManifest(fsys vfs.FS, dir string) (*manifest, bool) {
+func readManifest(fsys vfs.FS, dir string) (m *manifest, sum uint64, ok bool) {
 	b, err := vfs.ReadFile(fsys, filepath.Join(dir, manifestFile), manifestMaxBytes)
 	if err != nil {
-		return nil, false
+		return nil, 0, false
 	}
-	return decodeManifest(b)
+	m, ok = decodeManifest(b)
+	return m, xxhash.Sum64(b), ok
 }
 
 // writeManifestLocked writes the manifest of the current segments. The
@@ -72,8 +75,10 @@ func (l *Log) writeManifestLocked() error {
 		size, ts, tsOff := s.Known()
 		m.Segments = append(m.Segments, segmentInfo{Base: s.Base(), Size: size, MaxTimestamp: ts, MaxTimestampOffset: tsOff})
 	}
-	if err := vfs.WriteFileAtomic(l.opts.FS, filepath.Join(l.dir, manifestFile), m.encode(), l.opts.FileMode); err != nil {
+	b := m.encode()
+	if err := vfs.WriteFileAtomic(l.opts.FS, filepath.Join(l.dir, manifestFile), b, l.opts.FileMode); err != nil {
 		return fmt.Errorf("storage: write manifest: %w", err)
 	}
+	l.manifest, l.manifestSum = &m, xxhash.Sum64(b)
 	return nil
 }

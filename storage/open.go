@@ -63,6 +63,9 @@ func (l *Log) load() error {
 	}
 	// The marker and manifest stay until the first change; if none
 	// comes, Close leaves them as they are.
+	if known != nil {
+		l.manifest = known
+	}
 	l.manifestCurrent = clean && known != nil && !changed && slices.Equal(known.Snapshots, l.snapshots) && slices.Equal(known.bases(), bases)
 	l.openStats.Segments = len(bases)
 	segs := l.sealedSegments(bases, known)
@@ -90,12 +93,12 @@ func (l *Log) load() error {
 
 // takeUnchangedDir trusts the manifest without listing the directory when
 // the clean-shutdown marker holds the directory's stamp (vfs.DirStamp) and
-// the directory still has it: no entry was created, removed or renamed
-// since the clean close that wrote the marker and the manifest, so the
-// manifest still names every segment and snapshot, and no leftover lies
-// beside them (Close stamps the marker only when it wrote the manifest,
-// which it does only with no leftover). It returns known nil when the
-// directory must be listed instead.
+// the manifest's checksum, and both are unchanged: no entry was created,
+// removed or renamed since the clean close that stamped the marker, and
+// the manifest is the one it vouched for, so the manifest still names
+// every segment and snapshot, and no leftover lies beside them (before it
+// stamps, Close checks that with a listing: stampMarkerLocked). It
+// returns known nil when the directory must be listed instead.
 func (l *Log) takeUnchangedDir() (clean bool, known *manifest, bases []int64) {
 	fsys := l.opts.FS
 	marker := filepath.Join(l.dir, cleanShutdownFile)
@@ -107,20 +110,23 @@ func (l *Log) takeUnchangedDir() (clean bool, known *manifest, bases []int64) {
 	if err != nil {
 		return false, nil, nil
 	}
-	stamp, err := decodeDirStamp(b)
+	stamp, err := decodeCleanStamp(b)
 	if err != nil {
 		return false, nil, nil
 	}
 	now, _, err := vfs.StatDirStamp(fsys, l.dir)
-	if err != nil || now != stamp {
+	if err != nil || now != stamp.Dir {
 		return false, nil, nil
 	}
-	m, ok := readManifest(fsys, l.dir)
-	if !ok {
+	// A manifest replaced in place (its inode kept: the directory's stamp
+	// does not move) is not the one the stamp vouches for.
+	m, sum, ok := readManifest(fsys, l.dir)
+	if !ok || sum != stamp.Manifest {
 		return false, nil, nil
 	}
 	l.markerRemovalPending = true
-	l.markerStamp, l.markerStamped = stamp, true
+	l.marker, l.markerStamped = stamp, true
+	l.manifestSum = sum
 	l.snapshots = append(l.snapshots[:0], m.Snapshots...)
 	l.openStats.Clean, l.openStats.FromManifest, l.openStats.DirUnchanged = true, true, true
 	return true, m, m.bases()
@@ -142,7 +148,8 @@ func (l *Log) takeCleanMarker(bases []int64) (clean bool, known *manifest, err e
 	}
 	l.markerRemovalPending = true
 	mismatch := false
-	if m, ok := readManifest(fsys, l.dir); ok {
+	if m, sum, ok := readManifest(fsys, l.dir); ok {
+		l.manifestSum = sum
 		ok, err := l.checkManifest(m.bases(), bases)
 		if err != nil {
 			return false, nil, err
@@ -420,34 +427,47 @@ func (l *Log) durableMarkerRemovalLocked() error {
 	return nil
 }
 
-// stampMarkerLocked records the directory's stamp in the clean-shutdown
-// marker, once it is settled (vfs.StatDirStamp), so that the next open
-// can skip the listing. Close calls it when the manifest on disk names
-// every file. The write is in place and not fsynced: after a power cut
-// the marker holds this stamp, an older one or none, and an older one
-// cannot match (the marker is a new file at every close that rewrites
-// it, and the directory's durable state moved past it otherwise), so the
-// worst is a listing. It returns true when the stamp was not settled yet:
-// the caller may try again a clock tick later (a Store does, once for
-// all its logs, stampClosed), or leave it to the next unchanged Close.
+// stampMarkerLocked records in the clean-shutdown marker the directory's
+// stamp, once it is settled (vfs.StatDirStamp), and the manifest's
+// checksum, so that the next open can skip the listing. Close calls it
+// when l.manifest, on disk, names the log's files. Before it writes, it
+// lists the directory and checks that it holds what the manifest names
+// and no leftover (another process may have created files while the log
+// was open), and that the stamp did not move meanwhile. The write is in
+// place and not fsynced: after a power cut the marker holds this stamp,
+// an older one or none, and an older one cannot match (the marker is a
+// new file at every close that rewrites it, and the directory's durable
+// state moved past it otherwise), so the worst is a listing. It returns
+// true when the stamp was not settled yet: the caller may try again a
+// clock tick later (a Store does, once for all its logs: stampClosed), or
+// leave it to the next unchanged Close.
 func (l *Log) stampMarkerLocked() (unsettled bool) {
-	s, settled, err := vfs.StatDirStamp(l.opts.FS, l.dir)
-	if err != nil {
+	fsys := l.opts.FS
+	s, settled, err := vfs.StatDirStamp(fsys, l.dir)
+	if err != nil || l.manifest == nil {
 		return false
 	}
 	if !settled {
 		return true
 	}
-	if l.markerStamped && s == l.markerStamp {
+	want := cleanStamp{Dir: s, Manifest: l.manifestSum}
+	if l.markerStamped && l.marker == want {
 		return false
 	}
-	f, err := l.opts.FS.OpenFile(filepath.Join(l.dir, cleanShutdownFile), os.O_WRONLY|os.O_TRUNC, 0)
+	ls, err := listPartitionDir(fsys, l.dir, nil)
+	if err != nil || len(ls.orphans) > 0 || !slices.Equal(ls.bases, l.manifest.bases()) || !slices.Equal(ls.snapshots, l.manifest.Snapshots) {
+		return false
+	}
+	if again, _, err := vfs.StatDirStamp(fsys, l.dir); err != nil || again != s {
+		return false
+	}
+	f, err := fsys.OpenFile(filepath.Join(l.dir, cleanShutdownFile), os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		return false // gone: the log changed since (another process's)
 	}
-	_, err = f.Write(encodeDirStamp(s))
+	_, err = f.Write(encodeCleanStamp(want))
 	if cerr := f.Close(); err == nil && cerr == nil {
-		l.markerStamp, l.markerStamped = s, true
+		l.marker, l.markerStamped = want, true
 	}
 	return false
 }
@@ -500,57 +520,16 @@ func (l *Log) loadReplicationState() error {
 	return nil
 }
 
-// listDir lists the directory: the segments' base offsets (sorted), the
-// producer snapshots (into l.snapshots); it removes leftovers of
-// interrupted writes and deletions, and refuses names and file types that
-// are not ours.
+// listDir lists the directory (listPartitionDir): the segments' base
+// offsets (sorted), the producer snapshots (into l.snapshots); it removes
+// the leftovers of interrupted writes and deletions.
 func (l *Log) listDir() ([]int64, error) {
-	var bases []int64       // of .log files
-	var indexes []indexFile // index files, checked against bases below
-	var orphans []string
-	l.snapshots = l.snapshots[:0]
-	err := vfs.ScanDir(l.opts.FS, l.dir, func(name string, typ fs.FileMode) error {
-		base, suffix, digits := segment.SplitFileName(name)
-		if digits && suffix == snapshotSuffix {
-			l.snapshots = append(l.snapshots, base)
-			return nil
-		}
-		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
-			orphans = append(orphans, strings.Clone(name))
-			return nil
-		}
-		kind := segmentSuffix(name)
-		if kind == "" {
-			return nil // not ours (checkpoints, marker, an operator's notes)
-		}
-		if !digits || suffix != kind {
-			return fmt.Errorf("%w: unexpected file %s: segment files are named by 20 decimal digits", ErrCorrupt, filepath.Join(l.dir, name))
-		}
-		if base > MaxOffset {
-			return fmt.Errorf("%w: %s: base offset %d leaves no offset for a record (the largest is %d)", ErrCorrupt, filepath.Join(l.dir, name), base, int64(MaxOffset))
-		}
-		if typ&fs.ModeSymlink != 0 || !typ.IsRegular() {
-			return fmt.Errorf("%w: %s is not a regular file (symbolic links are refused)", ErrCorrupt, filepath.Join(l.dir, name))
-		}
-		if kind == segment.LogSuffix {
-			bases = append(bases, base)
-		} else {
-			indexes = append(indexes, indexFile{base, kind})
-		}
-		return nil
-	})
+	ls, err := listPartitionDir(l.opts.FS, l.dir, l.snapshots[:0])
 	if err != nil {
 		return nil, err
 	}
-	slices.Sort(bases)
-	slices.Sort(l.snapshots)
-	// Index files without their .log are left from a deletion that a
-	// crash interrupted.
-	for _, x := range indexes {
-		if _, found := slices.BinarySearch(bases, x.base); !found {
-			orphans = append(orphans, segment.FileName(x.base, x.suffix))
-		}
-	}
+	l.snapshots = ls.snapshots
+	bases, orphans := ls.bases, ls.orphans
 	for _, name := range orphans {
 		if l.opts.ReadOnly {
 			break // not ours to clean up
@@ -561,6 +540,64 @@ func (l *Log) listDir() ([]int64, error) {
 		l.openStats.RemovedLeftovers++
 	}
 	return bases, nil
+}
+
+// dirListing is what a listing of a partition directory found.
+type dirListing struct {
+	bases     []int64  // of .log files, sorted
+	snapshots []int64  // of producer snapshots, sorted
+	orphans   []string // leftovers: temporary files, index files without their .log
+}
+
+// listPartitionDir lists a partition directory, appending the snapshots'
+// offsets to snapshots. It refuses names and file types that are not
+// ours (a stray or symlinked segment file).
+func listPartitionDir(fsys vfs.FS, dir string, snapshots []int64) (dirListing, error) {
+	ls := dirListing{snapshots: snapshots}
+	var indexes []indexFile // index files, checked against bases below
+	err := vfs.ScanDir(fsys, dir, func(name string, typ fs.FileMode) error {
+		base, suffix, digits := segment.SplitFileName(name)
+		if digits && suffix == snapshotSuffix {
+			ls.snapshots = append(ls.snapshots, base)
+			return nil
+		}
+		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
+			ls.orphans = append(ls.orphans, strings.Clone(name))
+			return nil
+		}
+		kind := segmentSuffix(name)
+		if kind == "" {
+			return nil // not ours (checkpoints, marker, an operator's notes)
+		}
+		if !digits || suffix != kind {
+			return fmt.Errorf("%w: unexpected file %s: segment files are named by 20 decimal digits", ErrCorrupt, filepath.Join(dir, name))
+		}
+		if base > MaxOffset {
+			return fmt.Errorf("%w: %s: base offset %d leaves no offset for a record (the largest is %d)", ErrCorrupt, filepath.Join(dir, name), base, int64(MaxOffset))
+		}
+		if typ&fs.ModeSymlink != 0 || !typ.IsRegular() {
+			return fmt.Errorf("%w: %s is not a regular file (symbolic links are refused)", ErrCorrupt, filepath.Join(dir, name))
+		}
+		if kind == segment.LogSuffix {
+			ls.bases = append(ls.bases, base)
+		} else {
+			indexes = append(indexes, indexFile{base, kind})
+		}
+		return nil
+	})
+	if err != nil {
+		return dirListing{}, err
+	}
+	slices.Sort(ls.bases)
+	slices.Sort(ls.snapshots)
+	// Index files without their .log are left from a deletion that a
+	// crash interrupted.
+	for _, x := range indexes {
+		if _, found := slices.BinarySearch(ls.bases, x.base); !found {
+			ls.orphans = append(ls.orphans, segment.FileName(x.base, x.suffix))
+		}
+	}
+	return ls, nil
 }
 
 // indexFile is an index file found by listDir.

@@ -18,6 +18,11 @@ var stampFilesystems = map[int64]bool{
 }
 
 func statDirStamp(dir string) (DirStamp, bool, error) {
+	// The clock is read before the stat: a change after the stat falls at
+	// or after this time. (Read after, a change between the two could
+	// fall in the directory's tick and look settled.)
+	var now unix.Timespec
+	clockErr := unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &now)
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
 		return DirStamp{}, false, &os.PathError{Op: "lstat", Path: dir, Err: err}
@@ -43,9 +48,5 @@ func statDirStamp(dir string) (DirStamp, bool, error) {
 	// or a finer one on kernels with multigrain timestamps, never earlier
 	// than the coarse clock: once the coarse clock is past s.Ctime, any
 	// later change gets a later time.
-	var now unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &now); err != nil {
-		return s, false, nil
-	}
-	return s, now.Nano() > s.Ctime, nil
+	return s, clockErr == nil && now.Nano() > s.Ctime, nil
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -70,7 +71,7 @@ func decodeLine(name string, b []byte, n int) ([]string, error) {
 // directory (vfs.DirStamp) taken after the clean close that wrote it, once
 // that stamp was settled, and the xxhash64 of the manifest it vouches for:
 //
-//	seglog .clean-shutdown v1 <device> <inode> <change time, ns> <manifest's xxhash64> <xxhash64>\n
+//	seglog .clean-shutdown v1 <device> <inode> <change time, ns> <mount ID> <boot ID, 32 hex digits> <manifest's xxhash64> <xxhash64>\n
 //
 // An open that finds the directory's stamp and the manifest unchanged
 // trusts the manifest without listing the directory (see
@@ -81,22 +82,34 @@ type cleanStamp struct {
 }
 
 func encodeCleanStamp(s cleanStamp) []byte {
-	return encodeLine(cleanShutdownFile, fmt.Sprintf("%d %d %d %016x", s.Dir.Dev, s.Dir.Ino, s.Dir.Ctime, s.Manifest))
+	d := s.Dir
+	return encodeLine(cleanShutdownFile, fmt.Sprintf("%d %d %d %d %x %016x", d.Dev, d.Ino, d.Ctime, d.Mount, d.Boot[:], s.Manifest))
 }
 
 func decodeCleanStamp(b []byte) (cleanStamp, error) {
-	f, err := decodeLine(cleanShutdownFile, b, 4)
+	f, err := decodeLine(cleanShutdownFile, b, 6)
 	if err != nil {
 		return cleanStamp{}, err
 	}
-	dev, err1 := strconv.ParseUint(f[0], 10, 64)
-	ino, err2 := strconv.ParseUint(f[1], 10, 64)
-	ctime, err3 := strconv.ParseInt(f[2], 10, 64)
-	sum, err4 := strconv.ParseUint(f[3], 16, 64)
-	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || len(f[3]) != 16 {
+	var s cleanStamp
+	var errs [6]error
+	s.Dir.Dev, errs[0] = strconv.ParseUint(f[0], 10, 64)
+	s.Dir.Ino, errs[1] = strconv.ParseUint(f[1], 10, 64)
+	s.Dir.Ctime, errs[2] = strconv.ParseInt(f[2], 10, 64)
+	s.Dir.Mount, errs[3] = strconv.ParseUint(f[3], 10, 64)
+	if len(f[4]) == 2*len(s.Dir.Boot) {
+		_, errs[4] = hex.Decode(s.Dir.Boot[:], []byte(f[4]))
+	} else {
+		errs[4] = errors.New("boot ID length")
+	}
+	s.Manifest, errs[5] = strconv.ParseUint(f[5], 16, 64)
+	if len(f[5]) != 16 {
+		errs[5] = errors.New("checksum length")
+	}
+	if err := errors.Join(errs[:]...); err != nil {
 		return cleanStamp{}, fmt.Errorf("%w: %s: bad stamp %q", ErrCorrupt, cleanShutdownFile, strings.Join(f, " "))
 	}
-	return cleanStamp{Dir: vfs.DirStamp{Dev: dev, Ino: ino, Ctime: ctime}, Manifest: sum}, nil
+	return s, nil
 }
 
 // Multi-line checkpoint files (the leader epoch cache, the manifest) share

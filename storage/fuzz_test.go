@@ -61,9 +61,9 @@ func FuzzCheckpoint(f *testing.F) {
 // FuzzCleanStamp: the clean-shutdown marker's stamp of the directory.
 func FuzzCleanStamp(f *testing.F) {
 	fuzzRoundTrip(f, [][]byte{
-		encodeCleanStamp(cleanStamp{Dir: vfs.DirStamp{Dev: 2049, Ino: 1 << 40, Ctime: 1_796_148_937_571_594_515}, Manifest: 0x0123456789abcdef}),
-		encodeCleanStamp(cleanStamp{Dir: vfs.DirStamp{Dev: 1<<64 - 1, Ino: 1<<64 - 1, Ctime: -1}, Manifest: 1<<64 - 1}),
-		[]byte("seglog .clean-shutdown v1 1 2 3 0000000000000004 0000000000000000\n"),
+		encodeCleanStamp(cleanStamp{Dir: vfs.DirStamp{Dev: 2049, Ino: 1 << 40, Ctime: 1_796_148_937_571_594_515, Mount: 1 << 33, Boot: [16]byte{0x8a, 0x4d, 15: 0xe6}}, Manifest: 0x0123456789abcdef}),
+		encodeCleanStamp(cleanStamp{Dir: vfs.DirStamp{Dev: 1<<64 - 1, Ino: 1<<64 - 1, Ctime: -1, Mount: 1<<64 - 1}, Manifest: 1<<64 - 1}),
+		[]byte("seglog .clean-shutdown v1 1 2 3 4 000102030405060708090a0b0c0d0e0f 0000000000000004 0000000000000000\n"),
 		{},
 	}, decodeCleanStamp, encodeCleanStamp, nil, equal[cleanStamp])
 }

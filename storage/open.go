@@ -114,8 +114,10 @@ func (l *Log) takeUnchangedDir() (clean bool, known *manifest, bases []int64) {
 	if err != nil {
 		return false, nil, nil
 	}
-	now, _, err := vfs.StatDirStamp(fsys, l.dir)
-	if err != nil || now != stamp.Dir {
+	// Settled too: a clock set back behind the stamp could give a later
+	// change the stamp's time.
+	now, settled, err := vfs.StatDirStamp(fsys, l.dir)
+	if err != nil || !settled || now != stamp.Dir {
 		return false, nil, nil
 	}
 	// A manifest replaced in place (its inode kept: the directory's stamp

@@ -1,8 +1,10 @@
 package vfs
 
 import (
+	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,3 +96,21 @@ func TestDirStampRefused(t *testing.T) {
 // wrappedFS is a file system that is not the OS's (as a test's fault
 // injection is).
 type wrappedFS struct{ FS }
+
+// TestDirStampNamesMountAndBoot: a stamp names the boot (the kernel's
+// boot ID) and the mount (its unique ID), so that a file system repaired
+// offline (unmounted, then mounted again) never matches a stamp taken
+// before.
+func TestDirStampNamesMountAndBoot(t *testing.T) {
+	dir := t.TempDir()
+	s, _, err := StatDirStamp(Default, dir)
+	require.NoError(t, err)
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	require.NoError(t, err)
+	assert.Equal(t, strings.ReplaceAll(strings.TrimSpace(string(b)), "-", ""), hex.EncodeToString(s.Boot[:]))
+	assert.NotZero(t, s.Mount)
+	other, _, err := StatDirStamp(Default, t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, s.Mount, other.Mount, "the same mount")
+	assert.Equal(t, s.Boot, other.Boot)
+}

@@ -108,7 +108,10 @@ func (s *Segment) cutFailedLocked(pos int64) {
 // is exactly its data, and fsyncs the cut: a sealed segment's size is
 // trusted from the file by every open after the recovery point passed it.
 // The files need not be open. The caller holds s.mu for writing.
-func (s *Segment) trimLogLocked() error {
+func (s *Segment) trimLogLocked() error { return s.cutTailLocked(true) }
+
+// cutTailLocked is trimLogLocked, with the fsync only when sync is set.
+func (s *Segment) cutTailLocked(sync bool) error {
 	f := s.log
 	if f == nil {
 		var err error
@@ -129,6 +132,9 @@ func (s *Segment) trimLogLocked() error {
 		return fmt.Errorf("segment: truncate %s to %d: %w", s.LogPath(), size, err)
 	}
 	s.allocated = size
+	if !sync {
+		return nil
+	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("segment: fsync %s: %w", s.LogPath(), err)
 	}
@@ -193,7 +199,18 @@ func (s *Segment) Sync() error {
 // entry for its largest timestamp, then both indexes trimmed to their used
 // length and fsynced. When the fsync fails, the next Seal (or closing the files)
 // tries it again: Seal returns nil only once the indexes are durable.
-func (s *Segment) Seal() error {
+func (s *Segment) Seal() error { return s.seal(true) }
+
+// SealUnsynced is Seal without any fsync of the .log: the cut of its
+// preallocated tail, like its data, is durable only once Sync returns nil
+// (fdatasync commits a size change). The indexes are made durable as by
+// Seal. Until that Sync, a crash may leave the .log with a zero tail or
+// without its last batches: the caller keeps the segment where recovery
+// rescans it (at or after the recovery point). A roll seals this way and
+// leaves the .log's fsync, the expensive part, to the background.
+func (s *Segment) SealUnsynced() error { return s.seal(false) }
+
+func (s *Segment) seal(syncLog bool) error {
 	if err := s.acquire(); err != nil {
 		return err
 	}
@@ -209,7 +226,7 @@ func (s *Segment) Seal() error {
 		}
 	}
 	if s.writable {
-		if err := s.trimLogLocked(); err != nil {
+		if err := s.cutTailLocked(syncLog); err != nil {
 			return err
 		}
 		if err := s.appendFinalTimeEntryLocked(); err != nil {

@@ -215,24 +215,25 @@ func (l *Log) shouldRollLocked(active *segment.Segment, n int) bool {
 func (l *Log) rollLocked() error {
 	old := l.active()
 	end := l.end.Load()
-	// Registered first: from here on no checkpoint moves the recovery
-	// point past old until it is sealed and fsynced.
+	// Registered before the seal cuts the .log's tail: from here on no
+	// checkpoint moves the recovery point past old until its fsync.
 	l.addRollPending(old)
 	// With everything flushed, a recovery point at the end may have been
 	// written already, which a crash would trust: then the segment is
-	// sealed durably now (there is no data left to write back). Otherwise
-	// the whole seal is left to the background flusher (sealRolled): the
-	// cut of the .log's preallocated tail, the final time entry, the
-	// indexes' trim (an ftruncate that waited 50-100 ms for the journal
-	// under heavy writeback here) and every fsync. Until then the old
-	// segment stays as it was, read as the active one is.
+	// sealed durably now (there is no data left to write back).
 	background := l.flushed.Load() < end
+	var err error
+	if background {
+		err = old.SealUnsynced()
+	} else {
+		err = old.Seal()
+	}
+	if err != nil {
+		// The indexes may not be durable: nothing may be acknowledged
+		// past this segment until a reopen recovers it.
+		return l.fail(err)
+	}
 	if !background {
-		if err := old.Seal(); err != nil {
-			// The indexes may not be durable: nothing may be
-			// acknowledged past this segment until a reopen recovers it.
-			return l.fail(err)
-		}
 		l.dropRollPending(old)
 	}
 	// Best effort: a missing snapshot only means a longer rebuild.
@@ -242,13 +243,8 @@ func (l *Log) rollLocked() error {
 		return l.writeError(err)
 	}
 	// The new segment's directory entry is durable before anything in it
-	// can be acknowledged. With nothing to acknowledge yet (background),
-	// the directory's fsync goes to whoever next raises the flushed
-	// offset, the background flusher or a Sync (syncDirIfDue): under
-	// heavy writeback it waited 50-100 ms for the journal here.
-	if background {
-		l.dirSyncDue.Add(1)
-	} else if err := l.opts.FS.SyncDir(l.dir); err != nil {
+	// can be acknowledged.
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
 		_ = seg.Delete()
 		return l.fail(err)
 	}

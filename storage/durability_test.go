@@ -269,37 +269,18 @@ func TestSyncIsOneFsync(t *testing.T) {
 }
 
 // A roll whose index fsync fails fails the log: nothing past the segment
-// is acknowledged until a reopen. With everything flushed before it, the
-// roll seals the segment itself and returns the error; otherwise the
-// background flusher seals it, and the log fails there, before the
-// recovery point passes the segment.
+// is acknowledged until a reopen.
 func TestRollIndexFsyncFailureFailsLog(t *testing.T) {
-	for _, flushed := range []bool{true, false} {
-		t.Run(fmt.Sprintf("flushed=%v", flushed), func(t *testing.T) {
-			dir := t.TempDir()
-			fsys := faultfs.New(vfs.Default)
-			l := openFilled(t, dir, smallOn(fsys), 20, 5)
-			if flushed {
-				require.NoError(t, l.Sync())
-			}
-			rolled := l.active()
-			fsys.Add(faultfs.Rule{Ops: faultfs.OpSync, Path: segment.IndexSuffix, Err: syscall.EIO})
-			err := l.Roll()
-			if flushed {
-				require.Error(t, err)
-				assert.ErrorIs(t, err, ErrFailed)
-			} else {
-				require.NoError(t, err, "the roll leaves the seal to the background")
-				require.Eventually(t, func() bool { return l.failure() != nil }, 30*time.Second, time.Millisecond)
-				assert.Less(t, l.FlushedOffset(), rolled.NextOffset())
-				if rp, ok, err := readCheckpoint(vfs.Default, dir, recoveryPointFile); ok && err == nil {
-					assert.LessOrEqual(t, rp, rolled.Base())
-				}
-			}
-			_, err = l.Append(Record{Value: []byte("after")})
-			assert.ErrorIs(t, err, ErrFailed)
-		})
-	}
+	fsys := faultfs.New(vfs.Default)
+	opts := small()
+	opts.FS = fsys
+	l := openFilled(t, t.TempDir(), opts, 20, 5)
+	fsys.Add(faultfs.Rule{Ops: faultfs.OpSync, Path: segment.IndexSuffix, Err: syscall.EIO})
+	err := l.Roll()
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrFailed)
+	_, err = l.Append(Record{Value: []byte("after")})
+	assert.ErrorIs(t, err, ErrFailed)
 }
 
 // A roll leaves the fsync of the sealed segment's .log to the background:
@@ -573,35 +554,4 @@ func BenchmarkClose(b *testing.B) {
 			}
 		})
 	}
-}
-
-// A roll leaves the whole seal of the old segment to the background
-// flusher (the indexes' trim waited for the journal for 50-100 ms under
-// heavy writeback): until the flusher runs, the old segment's index
-// files keep their full size; then they are trimmed and the recovery
-// point passes the segment.
-func TestRollLeavesSealToBackground(t *testing.T) {
-	dir := t.TempDir()
-	l := openFilled(t, dir, small(), 20, 5)
-	rolled := l.active()
-	idx := filepath.Join(dir, segment.FileName(rolled.Base(), segment.IndexSuffix))
-	// Hold the flusher out, as a group commit in progress would.
-	l.syncMu.Lock()
-	l.syncing = true
-	l.syncMu.Unlock()
-	require.NoError(t, l.Roll())
-	fill(t, l, 10, 5)
-	fi, err := os.Stat(idx)
-	require.NoError(t, err)
-	assert.Equal(t, int64(small().MaxIndexBytes), fi.Size(), "not trimmed by the roll")
-	l.syncMu.Lock()
-	l.syncing = false
-	l.syncCond.Broadcast()
-	l.syncMu.Unlock()
-	waitRollFlushed(t, l)
-	fi, err = os.Stat(idx)
-	require.NoError(t, err)
-	assert.Less(t, fi.Size(), int64(small().MaxIndexBytes), "trimmed by the flusher")
-	assert.GreaterOrEqual(t, l.FlushedOffset(), rolled.NextOffset())
-	assert.Equal(t, int64(30), readAll(t, l, 0))
 }

@@ -148,13 +148,7 @@ func (l *Log) syncOnce() error {
 			continue // wholly flushed
 		}
 		t0 := time.Now()
-		rolled := i+1 < len(segs) && l.isRollPending(s)
-		var err error
-		if rolled {
-			err = sealRolled(s)
-		} else {
-			err = s.Sync()
-		}
+		err := s.Sync()
 		if errors.Is(err, segment.ErrDeleted) {
 			continue // deleted meanwhile: nothing to make durable
 		}
@@ -162,55 +156,19 @@ func (l *Log) syncOnce() error {
 		if err != nil {
 			return l.fail(err)
 		}
-		if rolled {
-			// A rolled segment whose background seal had not run: this
-			// one sealed it and made it durable. Sealed again, it could
-			// fail the log for nothing.
+		if i+1 < len(segs) {
+			// A rolled segment whose background fsync had not run: this
+			// one made it durable (and the cut of its tail, sealed
+			// before its successor was published). Fsynced again, it
+			// could fail the log for nothing.
 			l.dropRollPending(s)
 		}
-	}
-	if err := l.syncDirIfDue(); err != nil {
-		return err
 	}
 	l.raiseFlushed(end)
 	return nil
 }
 
-// syncDirIfDue fsyncs the directory if a roll left the new segment's entry
-// to it (rollLocked). Whoever raises the flushed offset calls it first,
-// holding the group-commit flag (l.syncing), so that no offset counts as
-// flushed while the segment holding it could vanish in a crash.
-func (l *Log) syncDirIfDue() error {
-	due := l.dirSyncDue.Load()
-	if due == l.dirSynced {
-		return nil
-	}
-	if err := l.opts.FS.SyncDir(l.dir); err != nil {
-		return l.fail(err)
-	}
-	l.dirSynced = due
-	return nil
-}
-
-// sealRolled seals s, a segment that a roll left to the background
-// flusher (see rollLocked), and makes its .log durable: Seal fsyncs the
-// .log when it cuts a preallocated tail, the fdatasync after it covers a
-// .log that had none (and finds nothing left to write otherwise).
-func sealRolled(s *segment.Segment) error {
-	if err := s.Seal(); err != nil {
-		return err
-	}
-	return s.Sync()
-}
-
-// isRollPending reports whether s waits for the background flusher.
-func (l *Log) isRollPending(s *segment.Segment) bool {
-	l.rollMu.Lock()
-	defer l.rollMu.Unlock()
-	return slices.Contains(l.rollPending, s)
-}
-
-// addRollPending records that old is to be sealed and fsynced after its
+// addRollPending records that old's .log is to be fsynced after its
 // roll; the recovery point stays at or below its base until then.
 func (l *Log) addRollPending(old *segment.Segment) {
 	l.rollMu.Lock()
@@ -287,14 +245,14 @@ func (l *Log) rollDueLocked() bool {
 	return len(l.rollPending) > 0 && l.rollPending[0] != l.active()
 }
 
-// syncRolled seals and fsyncs each segment that a roll left to it, oldest
-// first, while one is due (rollDueLocked), the log has not failed and
-// stop is not closed (nil: never), fsyncs the directory for the segments
-// the rolls created, and checkpoints the recovery point after each. It
-// holds the group-commit flag, so that it never runs beside a Truncate
-// (nor beside another fsync of the log). Once a rolled segment is
-// fsynced, every offset below its end is: those before it are in
-// segments fsynced before (by their rolls, in order, or by recovery).
+// syncRolled fsyncs the .log of each segment that a roll sealed without
+// it, oldest first, while one is due (rollDueLocked), the log has not
+// failed and stop is not closed (nil: never), and checkpoints the
+// recovery point after each. The fsync holds the group-commit flag, so
+// that it never runs beside a Truncate (nor beside another fsync of the
+// log). Once a rolled segment is fsynced, every offset below its end is:
+// those before it are in segments fsynced before (by their rolls, in
+// order, or by recovery).
 func (l *Log) syncRolled(stop <-chan struct{}) error {
 	for !isClosed(stop) {
 		if err := l.failure(); err != nil {
@@ -332,14 +290,14 @@ func (l *Log) syncRolled(stop <-chan struct{}) error {
 	return nil
 }
 
-// syncRolledSegment seals s, a rolled segment that is not the active one,
-// and fsyncs it (sealRolled) and the directory (syncDirIfDue), and raises
-// the flushed offset to its end. Only the goroutine that set
+// syncRolledSegment fsyncs the .log of s, a rolled segment that is not
+// the active one (its data and the cut of its preallocated tail), and
+// raises the flushed offset to its end. Only the goroutine that set
 // l.syncing calls it: no truncation changes s meanwhile. A segment
 // deleted since has nothing left to make durable.
 func (l *Log) syncRolledSegment(s *segment.Segment) error {
 	t0 := time.Now()
-	err := sealRolled(s)
+	err := s.Sync()
 	if !slices.Contains(l.segments(), s) || errors.Is(err, segment.ErrDeleted) {
 		l.dropRollPending(s)
 		return nil
@@ -350,9 +308,6 @@ func (l *Log) syncRolledSegment(s *segment.Segment) error {
 		return l.fail(err)
 	}
 	l.dropRollPending(s)
-	if err := l.syncDirIfDue(); err != nil {
-		return err
-	}
 	l.raiseFlushed(s.NextOffset())
 	return nil
 }

@@ -26,7 +26,7 @@ func (l *Log) load() error {
 	}
 	// A directory unchanged since a clean close needs no listing: its
 	// manifest names every file.
-	clean, known, bases := l.takeUnchangedDir()
+	clean, known, bases, marker := l.takeUnchangedDir()
 	if known == nil {
 		// The listing comes first: a directory it refuses (a stray or
 		// symlinked segment file) fails the open with nothing changed.
@@ -37,7 +37,7 @@ func (l *Log) load() error {
 		if len(bases) > 0 {
 			l.prefetch(bases[len(bases)-1])
 		}
-		if clean, known, err = l.takeCleanMarker(bases); err != nil {
+		if clean, known, err = l.takeCleanMarker(bases, marker); err != nil {
 			return err
 		}
 	} else {
@@ -98,44 +98,49 @@ func (l *Log) load() error {
 // the manifest is the one it vouched for, so the manifest still names
 // every segment and snapshot, and no leftover lies beside them (before it
 // stamps, Close checks that with a listing: stampMarkerLocked). It
-// returns known nil when the directory must be listed instead.
-func (l *Log) takeUnchangedDir() (clean bool, known *manifest, bases []int64) {
+// returns known nil when the directory must be listed instead, and
+// whether the marker is there (for takeCleanMarker).
+func (l *Log) takeUnchangedDir() (clean bool, known *manifest, bases []int64, marker bool) {
 	fsys := l.opts.FS
-	marker := filepath.Join(l.dir, cleanShutdownFile)
-	fi, err := fsys.Lstat(marker)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 || fi.Size() > maxMarkerBytes {
-		return false, nil, nil
-	}
-	b, err := vfs.ReadFile(fsys, marker, maxMarkerBytes)
+	path := filepath.Join(l.dir, cleanShutdownFile)
+	fi, err := fsys.Lstat(path)
 	if err != nil {
-		return false, nil, nil
+		return false, nil, nil, false
+	}
+	if !fi.Mode().IsRegular() || fi.Size() == 0 || fi.Size() > maxMarkerBytes {
+		return false, nil, nil, true
+	}
+	b, err := vfs.ReadFile(fsys, path, maxMarkerBytes)
+	if err != nil {
+		return false, nil, nil, true
 	}
 	stamp, err := decodeCleanStamp(b)
 	if err != nil {
-		return false, nil, nil
+		return false, nil, nil, true
 	}
 	// Settled too: a clock set back behind the stamp could give a later
 	// change the stamp's time.
 	now, settled, err := vfs.StatDirStamp(fsys, l.dir)
 	if err != nil || !settled || now != stamp.Dir {
-		return false, nil, nil
+		return false, nil, nil, true
 	}
 	// A manifest replaced in place (its inode kept: the directory's stamp
 	// does not move) is not the one the stamp vouches for.
 	m, sum, ok := readManifest(fsys, l.dir)
 	if !ok || sum != stamp.Manifest {
-		return false, nil, nil
+		return false, nil, nil, true
 	}
 	l.markerRemovalPending = true
 	l.marker, l.markerStamped = stamp, true
 	l.manifestSum = sum
 	l.snapshots = append(l.snapshots[:0], m.Snapshots...)
 	l.openStats.Clean, l.openStats.FromManifest, l.openStats.DirUnchanged = true, true, true
-	return true, m, m.bases()
+	return true, m, m.bases(), true
 }
 
-// takeCleanMarker reads the clean-shutdown marker and the manifest: a
-// clean open trusts them. After a clean close the manifest describes the
+// takeCleanMarker takes the clean-shutdown marker (marker: it is there,
+// as takeUnchangedDir found) and reads the manifest: a clean open trusts
+// them. After a clean close the manifest describes the
 // segments (sizes, timestamps), so no file is opened per sealed segment;
 // it is checked against the listing, so that files gone since are
 // noticed: a hole is refused before anything changes, so every later open
@@ -143,15 +148,13 @@ func (l *Log) takeUnchangedDir() (clean bool, known *manifest, bases []int64) {
 // durableMarkerRemovalLocked removes them durably: until then they
 // describe the files truly, whatever crash comes, and an open that
 // changes nothing (a restart, a tool) removes and fsyncs nothing.
-func (l *Log) takeCleanMarker(bases []int64) (clean bool, known *manifest, err error) {
-	fsys := l.opts.FS
-	if _, err := fsys.Lstat(filepath.Join(l.dir, cleanShutdownFile)); err != nil {
+func (l *Log) takeCleanMarker(bases []int64, marker bool) (clean bool, known *manifest, err error) {
+	if !marker {
 		return false, nil, nil
 	}
 	l.markerRemovalPending = true
 	mismatch := false
-	if m, sum, ok := readManifest(fsys, l.dir); ok {
-		l.manifestSum = sum
+	if m, sum, ok := readManifest(l.opts.FS, l.dir); ok {
 		ok, err := l.checkManifest(m.bases(), bases)
 		if err != nil {
 			return false, nil, err
@@ -159,7 +162,7 @@ func (l *Log) takeCleanMarker(bases []int64) (clean bool, known *manifest, err e
 		// Files the manifest does not know: trust nothing, recover.
 		mismatch = !ok
 		if ok {
-			known = m
+			known, l.manifestSum = m, sum
 			l.openStats.FromManifest = true
 		}
 	}
@@ -531,8 +534,7 @@ func (l *Log) listDir() ([]int64, error) {
 		return nil, err
 	}
 	l.snapshots = ls.snapshots
-	bases, orphans := ls.bases, ls.orphans
-	for _, name := range orphans {
+	for _, name := range ls.orphans {
 		if l.opts.ReadOnly {
 			break // not ours to clean up
 		}
@@ -541,7 +543,7 @@ func (l *Log) listDir() ([]int64, error) {
 		}
 		l.openStats.RemovedLeftovers++
 	}
-	return bases, nil
+	return ls.bases, nil
 }
 
 // dirListing is what a listing of a partition directory found.

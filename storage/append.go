@@ -206,35 +206,44 @@ func (l *Log) shouldRollLocked(active *segment.Segment, n int) bool {
 }
 
 // rollLocked seals the active segment and starts a new one at the end
-// offset. Unless everything in it is flushed already, the fsync of the
-// sealed segment's .log (its data and the cut of its preallocated tail)
-// is left to the background (syncRolled), as Kafka flushes a rolled
-// segment after the roll: the appender does not wait for gigabytes of
-// writeback. Until that fsync the recovery point stays at or below the
-// segment's base, so a crash rescans it; a failed fsync fails the log.
+// offset. Unless everything in it is flushed already, the seal and the
+// fsyncs are left to the background (syncRolled), as Kafka flushes a
+// rolled segment after the roll: the appender waits neither for gigabytes
+// of writeback nor for the journal. Until the flusher is done with the
+// segment the recovery point stays at or below its base, so a crash
+// rescans it; a failure fails the log.
 func (l *Log) rollLocked() error {
 	old := l.active()
 	end := l.end.Load()
-	// Registered before the seal cuts the .log's tail: from here on no
-	// checkpoint moves the recovery point past old until its fsync.
-	l.addRollPending(old)
 	// With everything flushed, a recovery point at the end may have been
 	// written already, which a crash would trust: then the segment is
-	// sealed durably now (there is no data left to write back).
+	// sealed durably now (there is no data left to write back). Otherwise
+	// the whole seal is left to the background flusher (sealRolled): the
+	// cut of the .log's preallocated tail, the final time entry, the
+	// indexes' trim (an ftruncate that waited 50-100 ms for the journal
+	// under heavy writeback here) and every fsync. Until then the old
+	// segment stays as it was, read as the active one is, and followers
+	// in other processes open it as they open the active one (it is past
+	// the recovery point: loadFollower). Past maxUnsealedRolls segments
+	// waiting for their seal, the roll seals old itself, all but the
+	// .log's fsync, and the flusher only fsyncs it.
 	background := l.flushed.Load() < end
-	var err error
-	if background {
-		err = old.SealUnsynced()
-	} else {
-		err = old.Seal()
-	}
-	if err != nil {
-		// The indexes may not be durable: nothing may be acknowledged
-		// past this segment until a reopen recovers it.
-		return l.fail(err)
-	}
-	if !background {
+	unsealed := background && l.unsealedRolls() < maxUnsealedRolls
+	// Registered before any seal: from here on no checkpoint moves the
+	// recovery point past old until the flusher is done with it.
+	l.addRollPending(old, unsealed)
+	switch {
+	case !background:
+		if err := old.Seal(); err != nil {
+			// The indexes may not be durable: nothing may be
+			// acknowledged past this segment until a reopen recovers it.
+			return l.fail(err)
+		}
 		l.dropRollPending(old)
+	case !unsealed:
+		if err := old.SealUnsynced(); err != nil {
+			return l.fail(err)
+		}
 	}
 	// Best effort: a missing snapshot only means a longer rebuild.
 	_ = l.writeProducerSnapshotLocked()
@@ -243,8 +252,13 @@ func (l *Log) rollLocked() error {
 		return l.writeError(err)
 	}
 	// The new segment's directory entry is durable before anything in it
-	// can be acknowledged.
-	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+	// can be acknowledged. With nothing to acknowledge yet (background),
+	// the directory's fsync goes to whoever next raises the flushed
+	// offset, the background flusher or a Sync (syncDirIfDue): under
+	// heavy writeback it waited 50-100 ms for the journal here.
+	if background {
+		l.dirSyncDue.Add(1)
+	} else if err := l.opts.FS.SyncDir(l.dir); err != nil {
 		_ = seg.Delete()
 		return l.fail(err)
 	}

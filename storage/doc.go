@@ -51,11 +51,14 @@
 // Options.Sync chooses when data is fsynced: never (the OS writes it back),
 // every N records, every interval (a background goroutine), or on every
 // append, where concurrent appenders share one fsync (group commit). A
-// segment is always fsynced after it rolls: by a goroutine of the log, so
-// that the appender does not wait for the writeback (as Kafka flushes a
-// rolled segment), unless everything in it was flushed already; until
-// then the recovery point stays at or below its base (a crash rescans
-// it), and a failed fsync fails the log. The recovery-point file is
+// segment is always sealed and fsynced after it rolls, and the directory
+// fsynced for its successor: by a goroutine of the log, so that the
+// appender does not wait for the writeback or the journal (as Kafka
+// flushes a rolled segment), unless everything in it was flushed already
+// or eight rolled segments wait unsealed (then the roll seals it itself);
+// until then the recovery point stays at or below its base (a crash
+// rescans it, a follower opens it as it opens the active segment), and a
+// failure fails the log. The recovery-point file is
 // written (atomically: temp file, fsync, rename, directory fsync) on
 // roll, after a rolled segment's fsync (without the directory fsync: the
 // value before is as safe), by Checkpoint and the interval flusher, and

@@ -269,18 +269,37 @@ func TestSyncIsOneFsync(t *testing.T) {
 }
 
 // A roll whose index fsync fails fails the log: nothing past the segment
-// is acknowledged until a reopen.
+// is acknowledged until a reopen. With everything flushed before it, the
+// roll seals the segment itself and returns the error; otherwise the
+// background flusher seals it, and the log fails there, before the
+// recovery point passes the segment.
 func TestRollIndexFsyncFailureFailsLog(t *testing.T) {
-	fsys := faultfs.New(vfs.Default)
-	opts := small()
-	opts.FS = fsys
-	l := openFilled(t, t.TempDir(), opts, 20, 5)
-	fsys.Add(faultfs.Rule{Ops: faultfs.OpSync, Path: segment.IndexSuffix, Err: syscall.EIO})
-	err := l.Roll()
-	require.Error(t, err)
-	assert.ErrorIs(t, err, ErrFailed)
-	_, err = l.Append(Record{Value: []byte("after")})
-	assert.ErrorIs(t, err, ErrFailed)
+	for _, flushed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("flushed=%v", flushed), func(t *testing.T) {
+			dir := t.TempDir()
+			fsys := faultfs.New(vfs.Default)
+			l := openFilled(t, dir, smallOn(fsys), 20, 5)
+			if flushed {
+				require.NoError(t, l.Sync())
+			}
+			rolled := l.active()
+			fsys.Add(faultfs.Rule{Ops: faultfs.OpSync, Path: segment.IndexSuffix, Err: syscall.EIO})
+			err := l.Roll()
+			if flushed {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, ErrFailed)
+			} else {
+				require.NoError(t, err, "the roll leaves the seal to the background")
+				require.Eventually(t, func() bool { return l.failure() != nil }, 30*time.Second, time.Millisecond)
+				assert.Less(t, l.FlushedOffset(), rolled.NextOffset())
+				if rp, ok, err := readCheckpoint(vfs.Default, dir, recoveryPointFile); ok && err == nil {
+					assert.LessOrEqual(t, rp, rolled.Base())
+				}
+			}
+			_, err = l.Append(Record{Value: []byte("after")})
+			assert.ErrorIs(t, err, ErrFailed)
+		})
+	}
 }
 
 // A roll leaves the fsync of the sealed segment's .log to the background:
@@ -554,4 +573,122 @@ func BenchmarkClose(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A roll leaves the whole seal of the old segment to the background
+// flusher (the indexes' trim waited for the journal for 50-100 ms under
+// heavy writeback): until the flusher runs, the old segment's index
+// files keep their full size; then they are trimmed and the recovery
+// point passes the segment.
+func TestRollLeavesSealToBackground(t *testing.T) {
+	dir := t.TempDir()
+	l := openFilled(t, dir, small(), 20, 5)
+	rolled := l.active()
+	release := holdFlusher(l)
+	require.NoError(t, l.Roll())
+	fill(t, l, 10, 5)
+	assert.Equal(t, int64(small().MaxIndexBytes), indexFileSize(t, dir, rolled.Base()), "not trimmed by the roll")
+	release()
+	waitRollFlushed(t, l)
+	assert.Less(t, indexFileSize(t, dir, rolled.Base()), int64(small().MaxIndexBytes), "trimmed by the flusher")
+	assert.GreaterOrEqual(t, l.FlushedOffset(), rolled.NextOffset())
+	assert.Equal(t, int64(30), readAll(t, l, 0))
+}
+
+// holdFlusher holds the background flusher of rolled segments out, as a
+// group commit in progress would, until release is called.
+func holdFlusher(l *Log) (release func()) {
+	l.syncMu.Lock()
+	for l.syncing {
+		l.syncCond.Wait()
+	}
+	l.syncing = true
+	l.syncMu.Unlock()
+	return func() {
+		l.syncMu.Lock()
+		l.syncing = false
+		l.syncCond.Broadcast()
+		l.syncMu.Unlock()
+	}
+}
+
+// indexFileSize returns the size of the offset index file of the segment
+// at base in dir.
+func indexFileSize(t testing.TB, dir string, base int64) int64 {
+	t.Helper()
+	fi, err := os.Stat(filepath.Join(dir, segment.FileName(base, segment.IndexSuffix)))
+	require.NoError(t, err)
+	return fi.Size()
+}
+
+// A follower (another process's view) that opens while a rolled segment
+// waits unsealed for the writer's flusher opens it as it opens the active
+// segment: the flusher cutting its .log's tail and trimming its index
+// under the follower's feet neither faults the follower (a map of the
+// full-size index) nor makes it read the preallocated tail as data.
+func TestFollowerOpensUnsealedRolledSegment(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20}
+	w := openFilled(t, dir, opts, 200, 5)
+	rolled := w.active()
+	release := holdFlusher(w)
+	require.NoError(t, w.Roll())
+	fill(t, w, 50, 5)
+	require.Equal(t, int64(opts.MaxIndexBytes), indexFileSize(t, dir, rolled.Base()), "precondition: the rolled segment is unsealed")
+
+	r := openReadOnly(t, dir, opts)
+	require.Equal(t, int64(250), r.EndOffset())
+	assert.Equal(t, int64(250), readAll(t, r, 0), "before the seal")
+	release()
+	waitRollFlushed(t, w)
+	require.Less(t, indexFileSize(t, dir, rolled.Base()), int64(opts.MaxIndexBytes), "precondition: sealed by the flusher")
+
+	fill(t, w, 20, 5)
+	_, err := r.Refresh()
+	require.NoError(t, err)
+	assert.Equal(t, int64(270), r.EndOffset())
+	for off := rolled.Base(); off < rolled.NextOffset(); off += 7 {
+		rec, _, err := r.ReadRecord(nil, off)
+		require.NoError(t, err, "offset %d", off)
+		assert.Equal(t, string(val(off)), string(rec.Value))
+	}
+	assert.Equal(t, int64(270), readAll(t, r, 0), "after the seal")
+	// A follower opened after the flusher passed the segment opens it
+	// sealed, and reads the same.
+	r2 := openReadOnly(t, dir, opts)
+	assert.Equal(t, int64(270), readAll(t, r2, 0))
+}
+
+// Rolls leave at most maxUnsealedRolls segments unsealed to the flusher;
+// past that a roll seals the old segment itself (all but the .log's
+// fsync), so that a flusher that falls behind holds appenders back rather
+// than leaving thousands of seals to a Checkpoint.
+func TestRollBoundsUnsealedSegments(t *testing.T) {
+	dir := t.TempDir()
+	l := openFilled(t, dir, small(), 10, 5)
+	release := holdFlusher(l)
+	var rolled []int64
+	for range maxUnsealedRolls + 3 {
+		rolled = append(rolled, l.active().Base())
+		require.NoError(t, l.Roll())
+		fill(t, l, 10, 5)
+	}
+	full := 0
+	for i, base := range rolled {
+		if indexFileSize(t, dir, base) == int64(small().MaxIndexBytes) {
+			full++
+			assert.Less(t, i, maxUnsealedRolls, "segment %d left unsealed past the bound", i)
+		}
+	}
+	assert.Equal(t, maxUnsealedRolls, full)
+	assert.Equal(t, maxUnsealedRolls, l.unsealedRolls())
+	release()
+	require.NoError(t, l.Checkpoint())
+	assert.Zero(t, l.unsealedRolls())
+	for _, base := range rolled {
+		assert.Less(t, indexFileSize(t, dir, base), int64(small().MaxIndexBytes))
+	}
+	end := int64(10 * (maxUnsealedRolls + 4))
+	assert.Equal(t, end, l.FlushedOffset())
+	assert.Equal(t, end, readAll(t, l, 0))
 }

@@ -51,15 +51,32 @@ func (l *Log) loadFollower() error {
 	for len(bases) > 1 && bases[1] <= start {
 		bases = bases[1:]
 	}
+	// A rolled segment is sealed (its .log cut to its data, its indexes
+	// trimmed: what segment.Open trusts) only once the writer's recovery
+	// point has passed it: the writer's background flusher seals it after
+	// the roll, under this view's feet. Until then it is followed as the
+	// tail is (its end scanned, its index copied, its .log read with
+	// pread), never mapped at a size about to shrink.
+	rp, ok, err := readCheckpoint(l.opts.FS, l.dir, recoveryPointFile)
+	if err != nil || !ok {
+		rp = 0
+	}
 	segs := make([]*segment.Segment, len(bases))
-	for i := 0; i < len(bases)-1; i++ {
-		segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
+	for i := range bases {
+		if i+1 < len(bases) && bases[i+1] <= rp {
+			segs[i] = segment.Open(l.dir, bases[i], bases[i+1], l.opts.segmentOptions())
+			continue
+		}
+		s, err := segment.OpenFollow(l.dir, bases[i], l.opts.segmentOptions())
+		if err != nil {
+			for _, s := range segs[:i] {
+				_ = s.Close()
+			}
+			return err
+		}
+		segs[i] = s
 	}
-	tail, err := segment.OpenFollow(l.dir, bases[len(bases)-1], l.opts.segmentOptions())
-	if err != nil {
-		return err
-	}
-	segs[len(segs)-1] = tail
+	tail := segs[len(segs)-1]
 	l.publish(segs)
 	if start < bases[0] || start > tail.NextOffset() {
 		start = bases[0]

@@ -77,12 +77,17 @@ type Log struct {
 	syncMu   sync.Mutex // guards syncing
 	syncCond *sync.Cond
 	syncing  bool
+	// dirSyncDue counts the rolls that left the directory's fsync to the
+	// next raise of the flushed offset; dirSynced is the count the last
+	// such fsync covered (guarded by the syncing flag: syncDirIfDue).
+	dirSyncDue atomic.Int64
+	dirSynced  int64
 
 	// Rolled segments whose .log is not yet fsynced, oldest first, and
 	// whether a goroutine is fsyncing them (sync.go, syncRolled). Guarded
 	// by rollMu, which is taken last: nothing is locked while holding it.
 	rollMu      sync.Mutex
-	rollPending []*segment.Segment
+	rollPending []rolledSegment
 	rollFlusher bool
 
 	appending      atomic.Int64 // appenders between entering append and releasing writeMu

@@ -18,12 +18,14 @@ func fileSizeOf(t testing.TB, path string) int64 {
 }
 
 // The active segment's .log is preallocated past its data; every size the
-// log reports is the data's, and sealed segments are exactly their data.
+// log reports is the data's, and sealed segments are exactly their data
+// (once the background flusher sealed them after their roll).
 func TestSegmentSizesAreLogical(t *testing.T) {
 	dir := t.TempDir()
 	opts := small()
 	opts.SegmentBytes = 64 << 10
 	l := openFilled(t, dir, opts, 3000, 7)
+	waitRollFlushed(t, l)
 	segs, err := l.Segments()
 	require.NoError(t, err)
 	require.Greater(t, len(segs), 2)

@@ -148,7 +148,13 @@ func (l *Log) syncOnce() error {
 			continue // wholly flushed
 		}
 		t0 := time.Now()
-		err := s.Sync()
+		rolled := i+1 < len(segs) && l.isRollPending(s)
+		var err error
+		if rolled {
+			err = sealRolled(s)
+		} else {
+			err = s.Sync()
+		}
 		if errors.Is(err, segment.ErrDeleted) {
 			continue // deleted meanwhile: nothing to make durable
 		}
@@ -156,23 +162,89 @@ func (l *Log) syncOnce() error {
 		if err != nil {
 			return l.fail(err)
 		}
-		if i+1 < len(segs) {
-			// A rolled segment whose background fsync had not run: this
-			// one made it durable (and the cut of its tail, sealed
-			// before its successor was published). Fsynced again, it
-			// could fail the log for nothing.
+		if rolled {
+			// A rolled segment whose background seal had not run: this
+			// one sealed it and made it durable. Sealed again, it could
+			// fail the log for nothing.
 			l.dropRollPending(s)
 		}
+	}
+	if err := l.syncDirIfDue(); err != nil {
+		return err
 	}
 	l.raiseFlushed(end)
 	return nil
 }
 
-// addRollPending records that old's .log is to be fsynced after its
-// roll; the recovery point stays at or below its base until then.
-func (l *Log) addRollPending(old *segment.Segment) {
+// syncDirIfDue fsyncs the directory if a roll left the new segment's entry
+// to it (rollLocked). Whoever raises the flushed offset calls it first,
+// holding the group-commit flag (l.syncing), so that no offset counts as
+// flushed while the segment holding it could vanish in a crash.
+func (l *Log) syncDirIfDue() error {
+	due := l.dirSyncDue.Load()
+	if due == l.dirSynced {
+		return nil
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	l.dirSynced = due
+	return nil
+}
+
+// sealRolled seals s, a segment that a roll left to the background
+// flusher (see rollLocked), and makes its .log durable: Seal fsyncs the
+// .log when it cuts a preallocated tail, the fdatasync after it covers a
+// .log that had none (and finds nothing left to write otherwise).
+func sealRolled(s *segment.Segment) error {
+	if err := s.Seal(); err != nil {
+		return err
+	}
+	return s.Sync()
+}
+
+// rolledSegment is a rolled segment that waits for the background
+// flusher: its .log is not yet fsynced and, when unsealed is set, the roll
+// left its whole seal to the flusher too (rollLocked).
+type rolledSegment struct {
+	seg      *segment.Segment
+	unsealed bool
+}
+
+// maxUnsealedRolls bounds the rolled segments left unsealed to the
+// flusher: past it a roll seals the old segment itself (without the
+// .log's fsync), so that appenders wait for the journal again rather than
+// pile up segments that a Checkpoint or Close must each seal (six fsyncs
+// apiece). Eight 128 MiB segments are a gigabyte of burst.
+const maxUnsealedRolls = 8
+
+// isRollPending reports whether s waits for the background flusher.
+func (l *Log) isRollPending(s *segment.Segment) bool {
 	l.rollMu.Lock()
-	l.rollPending = append(l.rollPending, old)
+	defer l.rollMu.Unlock()
+	return slices.ContainsFunc(l.rollPending, func(r rolledSegment) bool { return r.seg == s })
+}
+
+// unsealedRolls counts the rolled segments whose seal waits for the
+// flusher.
+func (l *Log) unsealedRolls() int {
+	l.rollMu.Lock()
+	defer l.rollMu.Unlock()
+	n := 0
+	for _, r := range l.rollPending {
+		if r.unsealed {
+			n++
+		}
+	}
+	return n
+}
+
+// addRollPending records that old is to be fsynced after its roll (and
+// sealed, if unsealed); the recovery point stays at or below its base
+// until then.
+func (l *Log) addRollPending(old *segment.Segment, unsealed bool) {
+	l.rollMu.Lock()
+	l.rollPending = append(l.rollPending, rolledSegment{seg: old, unsealed: unsealed})
 	l.rollMu.Unlock()
 }
 
@@ -181,7 +253,7 @@ func (l *Log) addRollPending(old *segment.Segment) {
 func (l *Log) dropRollPending(s *segment.Segment) {
 	l.rollMu.Lock()
 	defer l.rollMu.Unlock()
-	if i := slices.Index(l.rollPending, s); i >= 0 {
+	if i := slices.IndexFunc(l.rollPending, func(r rolledSegment) bool { return r.seg == s }); i >= 0 {
 		l.rollPending = slices.Delete(l.rollPending, i, i+1)
 	}
 }
@@ -194,7 +266,7 @@ func (l *Log) rollFloor() (int64, bool) {
 	if len(l.rollPending) == 0 {
 		return 0, false
 	}
-	return l.rollPending[0].Base(), true
+	return l.rollPending[0].seg.Base(), true
 }
 
 // startRollFlusherLocked starts the goroutine that fsyncs rolled
@@ -242,17 +314,17 @@ func isClosed(c <-chan struct{}) bool {
 // it is active the recovery point stays at or below its base, where a
 // crash rescans from anyway. The caller holds rollMu.
 func (l *Log) rollDueLocked() bool {
-	return len(l.rollPending) > 0 && l.rollPending[0] != l.active()
+	return len(l.rollPending) > 0 && l.rollPending[0].seg != l.active()
 }
 
-// syncRolled fsyncs the .log of each segment that a roll sealed without
-// it, oldest first, while one is due (rollDueLocked), the log has not
-// failed and stop is not closed (nil: never), and checkpoints the
-// recovery point after each. The fsync holds the group-commit flag, so
-// that it never runs beside a Truncate (nor beside another fsync of the
-// log). Once a rolled segment is fsynced, every offset below its end is:
-// those before it are in segments fsynced before (by their rolls, in
-// order, or by recovery).
+// syncRolled seals and fsyncs each segment that a roll left to it, oldest
+// first, while one is due (rollDueLocked), the log has not failed and
+// stop is not closed (nil: never), fsyncs the directory for the segments
+// the rolls created, and checkpoints the recovery point after each. It
+// holds the group-commit flag, so that it never runs beside a Truncate
+// (nor beside another fsync of the log). Once a rolled segment is
+// fsynced, every offset below its end is: those before it are in
+// segments fsynced before (by their rolls, in order, or by recovery).
 func (l *Log) syncRolled(stop <-chan struct{}) error {
 	for !isClosed(stop) {
 		if err := l.failure(); err != nil {
@@ -268,7 +340,7 @@ func (l *Log) syncRolled(stop <-chan struct{}) error {
 			l.syncMu.Unlock()
 			return nil
 		}
-		s := l.rollPending[0]
+		s := l.rollPending[0].seg
 		l.rollMu.Unlock()
 		l.syncing = true
 		l.syncMu.Unlock()
@@ -290,14 +362,14 @@ func (l *Log) syncRolled(stop <-chan struct{}) error {
 	return nil
 }
 
-// syncRolledSegment fsyncs the .log of s, a rolled segment that is not
-// the active one (its data and the cut of its preallocated tail), and
-// raises the flushed offset to its end. Only the goroutine that set
+// syncRolledSegment seals s, a rolled segment that is not the active one,
+// and fsyncs it (sealRolled) and the directory (syncDirIfDue), and raises
+// the flushed offset to its end. Only the goroutine that set
 // l.syncing calls it: no truncation changes s meanwhile. A segment
 // deleted since has nothing left to make durable.
 func (l *Log) syncRolledSegment(s *segment.Segment) error {
 	t0 := time.Now()
-	err := s.Sync()
+	err := sealRolled(s)
 	if !slices.Contains(l.segments(), s) || errors.Is(err, segment.ErrDeleted) {
 		l.dropRollPending(s)
 		return nil
@@ -308,6 +380,9 @@ func (l *Log) syncRolledSegment(s *segment.Segment) error {
 		return l.fail(err)
 	}
 	l.dropRollPending(s)
+	if err := l.syncDirIfDue(); err != nil {
+		return err
+	}
 	l.raiseFlushed(s.NextOffset())
 	return nil
 }

@@ -133,23 +133,38 @@ func (f *entryFile) openReadOnly(follow bool) error {
 const maxFollowedBytes = 64 << 20
 
 // copyFollowed reads a followed index into memory (closing the file): the entries
-// before the first all-zero one, as they are now.
+// before the first all-zero one, as they are now. It reads a chunk at a
+// time up to that entry and keeps exactly the entries: the file of an
+// active segment is preallocated to its full size, mostly zeros.
 func (f *entryFile) copyFollowed(file vfs.File, sz int64) error {
 	defer file.Close()
 	sz = min(sz, maxFollowedBytes)
-	buf := make([]byte, sz-sz%int64(f.size))
-	n, err := file.ReadAt(buf, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("index: read %s: %w", f.path, err)
+	sz -= sz % int64(f.size)
+	buf := make([]byte, min(sz, followChunk-followChunk%int64(f.size)))
+	entries := []byte{}
+	for off := int64(0); off < sz; off += int64(len(buf)) {
+		b := buf[:min(int64(len(buf)), sz-off)]
+		n, err := file.ReadAt(b, off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("index: read %s: %w", f.path, err)
+		}
+		b = b[:n-n%f.size]
+		k := sort.Search(len(b)/f.size, func(i int) bool { return allZero(b[i*f.size : (i+1)*f.size]) })
+		entries = append(entries, b[:k*f.size]...)
+		if k*f.size < len(buf) {
+			break // the first all-zero entry, or the end of the file
+		}
 	}
-	buf = buf[:n-n%f.size]
-	k := sort.Search(len(buf)/f.size, func(i int) bool { return allZero(buf[i*f.size : (i+1)*f.size]) })
-	f.m = mmap.MMap(buf[:k*f.size])
+	k := len(entries) / f.size
+	f.m = mmap.MMap(entries)
 	f.heap = true
 	f.n.Store(int64(k))
 	f.limit = k
 	return nil
 }
+
+// followChunk is how much of a followed index copyFollowed reads at once.
+const followChunk = 64 << 10
 
 func (f *entryFile) openWritable(perm os.FileMode) (err error) {
 	file, err := f.fs.OpenFile(f.path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, perm)

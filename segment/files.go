@@ -108,6 +108,14 @@ func (s *Segment) openFiles() error {
 			s.maxTS.Store(last.Timestamp)
 			s.maxTSOff.Store(last.Offset)
 		}
+	} else if s.follow {
+		// A followed segment scans only the batches after its last
+		// offset-index entry (Refresh): the time index holds the largest
+		// timestamp before them.
+		if last, ok := s.tidx.Last(); ok && (s.maxTSOff.Load() < 0 || last.Timestamp > s.maxTS.Load()) {
+			s.maxTS.Store(last.Timestamp)
+			s.maxTSOff.Store(last.Offset)
+		}
 	}
 	return nil
 }

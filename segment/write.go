@@ -217,6 +217,13 @@ func (s *Segment) seal(syncLog bool) error {
 	s.mu.RUnlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Deleted or closed while no lock was held.
+	switch {
+	case s.deleted:
+		return ErrDeleted
+	case s.closed:
+		return ErrClosed
+	}
 	if !s.writable && !s.indexSyncPending {
 		return nil
 	}

@@ -227,11 +227,18 @@ func (l *Log) rollLocked() error {
 	// the recovery point: loadFollower). Past maxUnsealedRolls segments
 	// waiting for their seal, the roll seals old itself, all but the
 	// .log's fsync, and the flusher only fsyncs it.
+	//
+	// Registered before flushed is read: from here on no checkpoint moves
+	// the recovery point past old until the flusher is done with it, and
+	// one that did not see old registered read flushed before this roll
+	// did (writeRecoveryPoint reads it before rollFloor), so when it
+	// wrote old's end the roll seals old durably itself.
+	waiting := l.addRollPending(old)
 	background := l.flushed.Load() < end
-	unsealed := background && l.unsealedRolls() < maxUnsealedRolls
-	// Registered before any seal: from here on no checkpoint moves the
-	// recovery point past old until the flusher is done with it.
-	l.addRollPending(old, unsealed)
+	unsealed := background && waiting < maxUnsealedRolls
+	if unsealed {
+		l.markUnsealed(old)
+	}
 	switch {
 	case !background:
 		if err := old.Seal(); err != nil {

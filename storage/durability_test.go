@@ -595,6 +595,20 @@ func TestRollLeavesSealToBackground(t *testing.T) {
 	assert.Equal(t, int64(30), readAll(t, l, 0))
 }
 
+// unsealedRolls counts the rolled segments whose seal waits for the
+// flusher.
+func unsealedRolls(l *Log) int {
+	l.rollMu.Lock()
+	defer l.rollMu.Unlock()
+	n := 0
+	for _, r := range l.rollPending {
+		if r.unsealed {
+			n++
+		}
+	}
+	return n
+}
+
 // holdFlusher holds the background flusher of rolled segments out, as a
 // group commit in progress would, until release is called.
 func holdFlusher(l *Log) (release func()) {
@@ -681,10 +695,10 @@ func TestRollBoundsUnsealedSegments(t *testing.T) {
 		}
 	}
 	assert.Equal(t, maxUnsealedRolls, full)
-	assert.Equal(t, maxUnsealedRolls, l.unsealedRolls())
+	assert.Equal(t, maxUnsealedRolls, unsealedRolls(l))
 	release()
 	require.NoError(t, l.Checkpoint())
-	assert.Zero(t, l.unsealedRolls())
+	assert.Zero(t, unsealedRolls(l))
 	for _, base := range rolled {
 		assert.Less(t, indexFileSize(t, dir, base), int64(small().MaxIndexBytes))
 	}

@@ -369,7 +369,7 @@ func (l *Log) close(flush bool) error {
 	manifestWritten := unchanged
 	if l.failure() == nil {
 		// What the background flusher of rolled segments left.
-		err = l.syncRolled(nil)
+		err = l.syncRolledNow()
 		if err == nil {
 			err = l.flushLocked()
 		}

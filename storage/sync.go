@@ -73,7 +73,7 @@ func (l *Log) Checkpoint() error {
 	}
 	// Rolled segments whose background fsync has not run hold the
 	// recovery point back: fsync them now.
-	if err := l.syncRolled(nil); err != nil {
+	if err := l.syncRolledNow(); err != nil {
 		return err
 	}
 	return l.checkpoint()
@@ -225,27 +225,42 @@ func (l *Log) isRollPending(s *segment.Segment) bool {
 	return slices.ContainsFunc(l.rollPending, func(r rolledSegment) bool { return r.seg == s })
 }
 
-// unsealedRolls counts the rolled segments whose seal waits for the
-// flusher.
-func (l *Log) unsealedRolls() int {
+// addRollPending records that old is to be fsynced after its roll; the
+// recovery point stays at or below its base until then. It returns how
+// many rolled segments already wait unsealed (markUnsealed).
+func (l *Log) addRollPending(old *segment.Segment) (unsealed int) {
 	l.rollMu.Lock()
 	defer l.rollMu.Unlock()
-	n := 0
 	for _, r := range l.rollPending {
 		if r.unsealed {
-			n++
+			unsealed++
 		}
 	}
-	return n
+	l.rollPending = append(l.rollPending, rolledSegment{seg: old})
+	return unsealed
 }
 
-// addRollPending records that old is to be fsynced after its roll (and
-// sealed, if unsealed); the recovery point stays at or below its base
-// until then.
-func (l *Log) addRollPending(old *segment.Segment, unsealed bool) {
+// markUnsealed records that the roll left old's seal to the flusher too.
+func (l *Log) markUnsealed(old *segment.Segment) {
 	l.rollMu.Lock()
-	l.rollPending = append(l.rollPending, rolledSegment{seg: old, unsealed: unsealed})
-	l.rollMu.Unlock()
+	defer l.rollMu.Unlock()
+	for i := len(l.rollPending) - 1; i >= 0; i-- {
+		if l.rollPending[i].seg == old {
+			l.rollPending[i].unsealed = true
+			return
+		}
+	}
+}
+
+// lastRollPending returns the newest rolled segment waiting for the
+// flusher, or nil.
+func (l *Log) lastRollPending() *segment.Segment {
+	l.rollMu.Lock()
+	defer l.rollMu.Unlock()
+	if len(l.rollPending) == 0 {
+		return nil
+	}
+	return l.rollPending[len(l.rollPending)-1].seg
 }
 
 // dropRollPending removes the oldest entry of s from the rolled segments
@@ -317,6 +332,17 @@ func (l *Log) rollDueLocked() bool {
 	return len(l.rollPending) > 0 && l.rollPending[0].seg != l.active()
 }
 
+// syncRolledNow is syncRolled for a caller that waits (Checkpoint, Close):
+// it stops once the segments pending when it was called are done, so that
+// appenders rolling meanwhile cannot keep it going forever.
+func (l *Log) syncRolledNow() error {
+	last := l.lastRollPending()
+	if last == nil {
+		return nil
+	}
+	return l.syncRolledUntil(nil, last)
+}
+
 // syncRolled seals and fsyncs each segment that a roll left to it, oldest
 // first, while one is due (rollDueLocked), the log has not failed and
 // stop is not closed (nil: never), fsyncs the directory for the segments
@@ -325,7 +351,11 @@ func (l *Log) rollDueLocked() bool {
 // (nor beside another fsync of the log). Once a rolled segment is
 // fsynced, every offset below its end is: those before it are in
 // segments fsynced before (by their rolls, in order, or by recovery).
-func (l *Log) syncRolled(stop <-chan struct{}) error {
+func (l *Log) syncRolled(stop <-chan struct{}) error { return l.syncRolledUntil(stop, nil) }
+
+// syncRolledUntil is syncRolled, stopping too once last (unless nil) is
+// no longer pending.
+func (l *Log) syncRolledUntil(stop <-chan struct{}, last *segment.Segment) error {
 	for !isClosed(stop) {
 		if err := l.failure(); err != nil {
 			return fmt.Errorf("%w: %w", ErrFailed, err)
@@ -335,7 +365,7 @@ func (l *Log) syncRolled(stop <-chan struct{}) error {
 			l.syncCond.Wait()
 		}
 		l.rollMu.Lock()
-		if !l.rollDueLocked() {
+		if !l.rollDueLocked() || last != nil && !slices.ContainsFunc(l.rollPending, func(r rolledSegment) bool { return r.seg == last }) {
 			l.rollMu.Unlock()
 			l.syncMu.Unlock()
 			return nil

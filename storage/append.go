@@ -236,9 +236,7 @@ func (l *Log) rollLocked() error {
 	waiting := l.addRollPending(old)
 	background := l.flushed.Load() < end
 	unsealed := background && waiting < maxUnsealedRolls
-	if unsealed {
-		l.markUnsealed(old)
-	}
+	l.setUnsealed(old, unsealed)
 	switch {
 	case !background:
 		if err := old.Seal(); err != nil {

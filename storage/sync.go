@@ -227,27 +227,34 @@ func (l *Log) isRollPending(s *segment.Segment) bool {
 
 // addRollPending records that old is to be fsynced after its roll; the
 // recovery point stays at or below its base until then. It returns how
-// many rolled segments already wait unsealed (markUnsealed).
+// many other rolled segments wait unsealed (setUnsealed). A segment is
+// recorded once: a roll that failed to create its successor left old
+// active and recorded, and the next roll of it finds it there.
 func (l *Log) addRollPending(old *segment.Segment) (unsealed int) {
 	l.rollMu.Lock()
 	defer l.rollMu.Unlock()
+	found := false
 	for _, r := range l.rollPending {
-		if r.unsealed {
+		switch {
+		case r.seg == old:
+			found = true
+		case r.unsealed:
 			unsealed++
 		}
 	}
-	l.rollPending = append(l.rollPending, rolledSegment{seg: old})
+	if !found {
+		l.rollPending = append(l.rollPending, rolledSegment{seg: old})
+	}
 	return unsealed
 }
 
-// markUnsealed records that the roll left old's seal to the flusher too.
-func (l *Log) markUnsealed(old *segment.Segment) {
+// setUnsealed records whether the roll left old's seal to the flusher too.
+func (l *Log) setUnsealed(old *segment.Segment, unsealed bool) {
 	l.rollMu.Lock()
 	defer l.rollMu.Unlock()
-	for i := len(l.rollPending) - 1; i >= 0; i-- {
+	for i := range l.rollPending {
 		if l.rollPending[i].seg == old {
-			l.rollPending[i].unsealed = true
-			return
+			l.rollPending[i].unsealed = unsealed
 		}
 	}
 }
@@ -281,7 +288,13 @@ func (l *Log) rollFloor() (int64, bool) {
 	if len(l.rollPending) == 0 {
 		return 0, false
 	}
-	return l.rollPending[0].seg.Base(), true
+	// The lowest base, not the first entry's: a truncation can leave a
+	// re-rolled segment behind entries of higher bases.
+	floor := l.rollPending[0].seg.Base()
+	for _, r := range l.rollPending[1:] {
+		floor = min(floor, r.seg.Base())
+	}
+	return floor, true
 }
 
 // startRollFlusherLocked starts the goroutine that fsyncs rolled

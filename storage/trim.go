@@ -107,6 +107,9 @@ func (l *Log) cutLocked(segs []*segment.Segment, i int, offset int64) error {
 	var errs []error
 	for _, s := range segs[i+1:] {
 		errs = append(errs, s.Delete())
+		// Nothing of it is left to fsync (the caller holds the
+		// group-commit flag: no flusher is at work on it).
+		l.dropRollPending(s)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return l.failOp("truncate", err)

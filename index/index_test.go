@@ -366,9 +366,16 @@ func TestTimeAppendErrors(t *testing.T) {
 	}
 	checkAppendErrors(t, timeKind, tests)
 	t.Run("all-zero entry", func(t *testing.T) {
+		// Timestamp 0 at the base offset is a valid entry that would be
+		// all zero bytes: left out, not an error.
 		x := openTime(t, tempPath(t, "00.timeindex"), Options{Writable: true, MaxBytes: 4096})
-		assert.Error(t, x.Append(0, testBase))
+		assert.NoError(t, x.Append(0, testBase))
+		assert.Equal(t, 0, x.Len(), "not written")
+		e, ok := x.Lookup(0)
+		assert.Equal(t, TimeOffset{Timestamp: -1, Offset: testBase}, e)
+		assert.False(t, ok)
 		assert.NoError(t, x.Append(0, testBase+1))
+		assert.Equal(t, 1, x.Len())
 	})
 	t.Run("full", func(t *testing.T) {
 		x := openTime(t, tempPath(t, "00.timeindex"), Options{Writable: true, MaxBytes: 2*TimeEntrySize + 11})

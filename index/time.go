@@ -35,15 +35,24 @@ func (x *TimeIndex) Lookup(timestamp int64) (TimeOffset, bool) {
 
 // Append adds an entry: the largest timestamp so far, timestamp, belongs to
 // the record at offset. Timestamp and offset must both be greater than the
-// last entry's (ErrOutOfOrder), offset-BaseOffset must fit a uint32, and
-// the entry must not be all zero. Other errors are as for
-// OffsetIndex.Append; on any error the index is unchanged.
+// last entry's (ErrOutOfOrder) and offset-BaseOffset must fit a uint32.
+// Other errors are as for OffsetIndex.Append; on any error the index is
+// unchanged.
+//
+// An entry of timestamp 0 (the epoch, a valid producer timestamp) at the
+// base offset would be all zero bytes, which mark the end of the used
+// entries: Append leaves it out and returns nil. A lookup finds the base
+// offset without it; the segment learns its largest timestamp from its
+// batches instead (segment.MaxTimestamp).
 //
 // Append does not sync. One goroutine appends; readers may run beside it.
 func (x *TimeIndex) Append(timestamp, offset int64) error {
 	rel, err := x.relOffset(offset)
 	if err != nil {
 		return err
+	}
+	if timestamp == 0 && rel == 0 {
+		return nil
 	}
 	var b [TimeEntrySize]byte
 	encodeTimeEntry(b[:], timestamp, rel)

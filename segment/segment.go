@@ -318,6 +318,16 @@ func (s *Segment) MaxTimestamp() (ts, offset int64, ok bool, err error) {
 		if err := s.acquire(); err != nil {
 			return 0, 0, false, err
 		}
+		if s.maxTSOff.Load() < 0 && !s.writable && !s.follow {
+			// No time-index entry (the index leaves out timestamp 0 at
+			// the base offset, all zero bytes; or a full disk skipped
+			// them): the batch headers say.
+			var sc Scanner
+			s.scan(&sc, s.size.Load(), ScanOptions{File: s.LogPath(), Window: recoverWindow})
+			for sc.Next() {
+				s.noteBatch(sc.Header())
+			}
+		}
 		s.mu.RUnlock()
 	}
 	off := s.maxTSOff.Load()

@@ -109,10 +109,12 @@ func (w Produce) Run(ctx context.Context, env *Env) ([]Result, error) {
 		if w.NoBaseline {
 			return nil, nil
 		}
+		settle()
 		b, path, err := plainWrite(ctx, env.Dir, bytes, w.RecordSize*w.BatchSize, syncEvery)
 		if path != "" {
 			os.Remove(path)
 		}
+		settle()
 		if err != nil {
 			return nil, fmt.Errorf("bench: baseline: %w", err)
 		}

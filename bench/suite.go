@@ -169,6 +169,7 @@ func Run(ctx context.Context, c Config, progressW io.Writer) (*Report, error) {
 	var runErr error
 	for _, w := range ws {
 		env.progress.begin(w.Name())
+		settle()
 		rs, err := w.Run(ctx, env)
 		env.progress.end(err)
 		if err != nil {
@@ -183,6 +184,7 @@ func Run(ctx context.Context, c Config, progressW io.Writer) (*Report, error) {
 		"throughput counts payload (record values); MB = 10^6 bytes; rec/s counts records, or operations where there are no records (reads, opens, commits)",
 		"vs base: the workload's throughput over a plain file doing the same work in the same directory in this run (see each baseline); figures on a shared or busy machine are noisy, compare within one run",
 		"data is read from the page cache: it was just written",
+		"each workload, and each produce workload's baselines, start once the writeback before them is done (sync(2))",
 	)
 	if !c.Full && (c.Size < FullSize || c.LogSize < FullLogSize) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("sizes are reduced to run in about a minute (produce %s, logs %s, no 1,000-segment open); the targets are stated for 2 GiB / 1 GiB / 512 MiB: run with --full for those", formatBytes(c.Size), formatBytes(c.LogSize)))

@@ -71,6 +71,27 @@ func fuzzIndex[E entry, X testIndex[E]](t *testing.T, k kind[E, X], data []byte,
 	}
 	checkUnchanged(t, rof, data)
 
+	// Followed: a copy of the entries before an all-zero one (the file
+	// is another process's, being written): a prefix of the file's.
+	whole, _ := k.decode(data[:len(data)-len(data)%k.size], base)
+	z, err := k.open(rof, base, Options{Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z.Len() > len(whole) {
+		t.Fatalf("followed copy has %d entries, the file %d", z.Len(), len(whole))
+	}
+	for i := range z.Len() {
+		if z.Entry(i) != whole[i] {
+			t.Fatalf("followed entry %d: %v, decoded %v", i, z.Entry(i), whole[i])
+		}
+	}
+	ro(z, base, whole[:z.Len()])
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkUnchanged(t, rof, data)
+
 	y, err := k.open(rwf, base, Options{Writable: true, MaxBytes: 4096})
 	if err != nil {
 		t.Fatal(err)

@@ -199,3 +199,54 @@ func TestReadOnlyOpenNeverWrites(t *testing.T) {
 		})
 	}
 }
+
+// A followed index is copied into memory up to its first all-zero entry,
+// a chunk at a time: the copy holds exactly the entries before the zero
+// tail of a preallocated file, across chunk boundaries (the time index's
+// 12-byte entries do not divide 64 KiB), at the end of a file without a
+// zero tail, and in a file whose size is not a multiple of the entry size.
+func TestFollowedCopyStopsAtZeroTail(t *testing.T) {
+	per := func(size int) []int { // entry counts around followChunk
+		n := followChunk / size
+		return []int{0, 1, n - 1, n, n + 1, 3*n + 7}
+	}
+	t.Run("offset", func(t *testing.T) {
+		for _, n := range per(OffsetEntrySize) {
+			for _, tail := range []int{0, 5, 3 * followChunk} {
+				raw := make([][2]uint32, n)
+				for i := range raw {
+					raw[i] = [2]uint32{uint32(i + 1), uint32(4096 * (i + 1))}
+				}
+				data := append(rawOffset(raw...), make([]byte, tail)...)
+				path := tempPath(t, "00.index")
+				require.NoError(t, os.WriteFile(path, data, 0o640))
+				x := openOffset(t, path, Options{Follow: true})
+				require.Equal(t, n, x.Len(), "%d entries, %d zero bytes after", n, tail)
+				if n > 0 {
+					assert.Equal(t, OffsetPosition{Offset: testBase + int64(n), Position: 4096 * int64(n)}, x.Entry(n-1))
+					assert.Equal(t, x.Entry(n/2), x.Lookup(x.Entry(n/2).Offset))
+				}
+			}
+		}
+	})
+	t.Run("time", func(t *testing.T) {
+		for _, n := range per(TimeEntrySize) {
+			for _, tail := range []int{0, 5, 3 * followChunk} {
+				raw := make([]rawTimeEntry, n)
+				for i := range raw {
+					raw[i] = rawTimeEntry{int64(1000 + i), uint32(i + 1)}
+				}
+				data := append(rawTime(raw...), make([]byte, tail)...)
+				path := tempPath(t, "00.timeindex")
+				require.NoError(t, os.WriteFile(path, data, 0o640))
+				x := openTime(t, path, Options{Follow: true})
+				require.Equal(t, n, x.Len(), "%d entries, %d zero bytes after", n, tail)
+				if n > 0 {
+					last, ok := x.Last()
+					require.True(t, ok)
+					assert.Equal(t, TimeOffset{Timestamp: int64(1000 + n - 1), Offset: testBase + int64(n)}, last)
+				}
+			}
+		}
+	})
+}

@@ -68,9 +68,11 @@
 // and index maps are opened on first use, so a log with thousands of
 // segments opens in constant time.
 //
-// The active segment's .log is preallocated (fallocate, with the file
-// size) about a MiB ahead of its data, so that the fdatasync after an
-// append has no new file size to commit. Its file size is therefore not
+// Once it has been synced, the active segment's .log is preallocated
+// (fallocate, with the file size) about a MiB ahead of its data, so that
+// the fdatasync after an append has no new file size to commit (a segment
+// never synced grows with its writes: a fallocate waits for the file
+// system's journal while any fsync commits it). Its file size is therefore not
 // its data's end: past the last batch lie zeros. A zeroed header is never
 // a batch (version 0), so every scan ends at a zero tail, a zeroed header
 // with nothing but zeros after it, without an error; a zeroed header

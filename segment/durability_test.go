@@ -36,9 +36,31 @@ func copySegmentFiles(t testing.TB, src, dst string, base int64) {
 
 // An append preallocates the .log ahead of the data; the segment's size
 // is the data's.
+// A segment never synced while active (a writer that leaves the
+// writeback to the OS) does not preallocate: its appends extend the file,
+// without a fallocate to wait for the journal. The first Sync turns
+// preallocation on.
+func TestAppendPreallocatesOnceSynced(t *testing.T) {
+	dir := t.TempDir()
+	s := createT(t, dir, 0)
+	defer s.Close()
+	appendN(t, s, 10, 3, 100)
+	size, err := s.Size()
+	require.NoError(t, err)
+	assert.Equal(t, size, fileSize(t, s.LogPath()), "not synced: no preallocated tail")
+	require.NoError(t, s.Sync())
+	appendN(t, s, 1, 3, 100)
+	assert.Equal(t, size+int64(preallocChunk), fileSize(t, s.LogPath()), "synced: a chunk past the data before the append")
+	size, err = s.Size()
+	require.NoError(t, err)
+	require.NoError(t, s.Seal())
+	assert.Equal(t, size, fileSize(t, s.LogPath()), "sealed: exactly the data")
+}
+
 func TestAppendPreallocates(t *testing.T) {
 	dir := t.TempDir()
 	s := createT(t, dir, 0)
+	require.NoError(t, s.Sync()) // synced: appends preallocate
 	defer s.Close()
 	appendN(t, s, 10, 3, 100)
 	size, err := s.Size()
@@ -61,6 +83,7 @@ func TestPreallocateCappedAtRollSize(t *testing.T) {
 	opts.MaxMapBytes = 64<<10 + int64(DefaultLimits.MaxBatchBytes)
 	s, err := Create(dir, 0, opts)
 	require.NoError(t, err)
+	require.NoError(t, s.Sync()) // synced: appends preallocate
 	defer s.Close()
 	appendN(t, s, 1, 1, 100)
 	assert.Equal(t, int64(64<<10), fileSize(t, s.LogPath()))
@@ -75,6 +98,7 @@ func TestPreallocateCappedAtRollSize(t *testing.T) {
 func TestSealAndCloseLeaveExactSizes(t *testing.T) {
 	dir := t.TempDir()
 	s := createT(t, dir, 0)
+	require.NoError(t, s.Sync()) // synced: appends preallocate
 	batches := appendN(t, s, 20, 3, 100)
 	size, err := s.Size()
 	require.NoError(t, err)
@@ -90,6 +114,7 @@ func TestSealAndCloseLeaveExactSizes(t *testing.T) {
 	assert.Equal(t, batches, readAllBatches(t, sealed))
 
 	s = createT(t, dir, 60)
+	require.NoError(t, s.Sync())
 	batches = appendN(t, s, 20, 3, 100)
 	size, err = s.Size()
 	require.NoError(t, err)
@@ -125,6 +150,7 @@ func TestCloseTrimsEvictedSegment(t *testing.T) {
 func TestCrashWithZeroTailRecovers(t *testing.T) {
 	dir := t.TempDir()
 	s := createT(t, dir, 0)
+	require.NoError(t, s.Sync()) // synced: appends preallocate
 	defer s.Close()
 	batches := appendN(t, s, 30, 3, 100)
 	require.NoError(t, s.Sync())
@@ -237,6 +263,7 @@ func TestFailedAllocateFallsBack(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Create(dir, 0, opts)
 	require.NoError(t, err)
+	require.NoError(t, s.Sync()) // synced: appends preallocate
 	defer s.Close()
 	batches := appendN(t, s, 10, 3, 100)
 	assert.Equal(t, 1, fsys.Injected(), "the .log's Allocate tried once, then no more")
@@ -251,6 +278,7 @@ func TestFailedAllocateFallsBack(t *testing.T) {
 func TestTruncateResetsAllocation(t *testing.T) {
 	dir := t.TempDir()
 	s := createT(t, dir, 0)
+	require.NoError(t, s.Sync()) // synced: appends preallocate
 	defer s.Close()
 	batches := appendN(t, s, 10, 3, 100)
 	_, err := s.TruncateTo(15)

@@ -205,7 +205,8 @@ type Segment struct {
 	// allocated is where the writable .log's preallocated part ends
 	// (preallocate): past size, the file holds zeros not yet written.
 	allocated  int64
-	noPrealloc bool // an Allocate failed: append past the end instead
+	noPrealloc bool        // an Allocate failed: append past the end instead
+	synced     atomic.Bool // Sync succeeded: appends preallocate (preallocate)
 }
 
 func (s *Segment) path(suffix string) string {

@@ -34,8 +34,6 @@ func copySegmentFiles(t testing.TB, src, dst string, base int64) {
 	}
 }
 
-// An append preallocates the .log ahead of the data; the segment's size
-// is the data's.
 // A segment never synced while active (a writer that leaves the
 // writeback to the OS) does not preallocate: its appends extend the file,
 // without a fallocate to wait for the journal. The first Sync turns
@@ -57,6 +55,8 @@ func TestAppendPreallocatesOnceSynced(t *testing.T) {
 	assert.Equal(t, size, fileSize(t, s.LogPath()), "sealed: exactly the data")
 }
 
+// An append to a synced segment preallocates the .log ahead of the data;
+// the segment's size is the data's.
 func TestAppendPreallocates(t *testing.T) {
 	dir := t.TempDir()
 	s := createT(t, dir, 0)
@@ -298,7 +298,9 @@ func TestFollowerBesidePreallocatingWriter(t *testing.T) {
 	dir := t.TempDir()
 	w := createT(t, dir, 0)
 	defer w.Close()
+	require.NoError(t, w.Sync()) // synced: appends preallocate
 	written := appendN(t, w, 3, 2, 100)
+	require.Greater(t, fileSize(t, w.LogPath()), w.size.Load(), "precondition: a preallocated tail")
 	f, err := OpenFollow(dir, 0, testOpts())
 	require.NoError(t, err)
 	defer f.Close()
@@ -307,6 +309,7 @@ func TestFollowerBesidePreallocatingWriter(t *testing.T) {
 
 	// Half a batch in the preallocated part: not there yet.
 	other := createT(t, t.TempDir(), 6)
+	require.NoError(t, other.Sync())
 	next := appendN(t, other, 1, 2, 100)[0]
 	require.NoError(t, other.Close())
 	size, err := w.Size()

@@ -643,8 +643,10 @@ func indexFileSize(t testing.TB, dir string, base int64) int64 {
 func TestFollowerOpensUnsealedRolledSegment(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20}
-	w := openFilled(t, dir, opts, 200, 5)
+	w := openLog(t, dir, opts)
+	fillSynced(t, w, 200, 5)
 	rolled := w.active()
+	requireZeroTail(t, rolled)
 	release := holdFlusher(w)
 	require.NoError(t, w.Roll())
 	fill(t, w, 50, 5)

@@ -76,6 +76,24 @@ func openFilled(t testing.TB, dir string, opts Options, n, per int) *Log {
 	return l
 }
 
+// fillSynced is fill with a Sync after the first batch: the active
+// segment preallocates from then on (a segment preallocates once synced),
+// so it has a zero tail past its data, as a writer that fsyncs leaves.
+func fillSynced(t testing.TB, l *Log, n, per int) {
+	t.Helper()
+	fill(t, l, per, per)
+	require.NoError(t, l.Sync())
+	fill(t, l, n-per, per)
+}
+
+// requireZeroTail requires the .log of seg to be longer than its data.
+func requireZeroTail(t testing.TB, seg *segment.Segment) {
+	t.Helper()
+	size, err := seg.Size()
+	require.NoError(t, err)
+	require.Greater(t, fileSizeOf(t, seg.LogPath()), size, "precondition: a preallocated tail past the data")
+}
+
 // openReadOnly opens the log in dir read-only, as openLog does.
 func openReadOnly(t testing.TB, dir string, opts Options) *Log {
 	t.Helper()

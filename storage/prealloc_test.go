@@ -94,7 +94,13 @@ func TestFollowerBesidePreallocatingWriter(t *testing.T) {
 	ro := openReadOnly(t, dir, opts)
 	assertRecords(t, ro, 100)
 	for end := int64(100); end < 3000; end += 100 {
+		// The active segment preallocates once synced.
+		require.NoError(t, w.Sync())
 		fill(t, w, 100, 1+int(end/100)%5)
+		if segs, err := w.Segments(); err == nil && end == 100 {
+			active := segs[len(segs)-1]
+			require.Greater(t, fileSizeOf(t, active.Path), active.Size, "precondition: a preallocated tail")
+		}
 		_, err := ro.Refresh()
 		require.NoError(t, err)
 		assertRecords(t, ro, end+100)

@@ -54,8 +54,10 @@ var rollBlockedOnRollMu = []string{"storage.(*Log).rollLocked", "sync.(*Mutex).L
 func TestRollRegistersBeforeReadingFlushed(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20}
-	w := openFilled(t, dir, opts, 200, 5)
+	w := openLog(t, dir, opts)
+	fillSynced(t, w, 200, 5)
 	old := w.active()
+	requireZeroTail(t, old)
 
 	w.rollMu.Lock()
 	rolled := make(chan error, 1)
@@ -170,10 +172,11 @@ func TestRollRaceThenPowerCut(t *testing.T) {
 	opts := Options{FS: fsys, SegmentBytes: 64 << 10, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20}
 	w, err := Open(dir, opts)
 	require.NoError(t, err)
-	fill(t, w, 200, 5)
+	fillSynced(t, w, 200, 5)
 	old := w.active()
 	dataSize, err := old.Size()
 	require.NoError(t, err)
+	requireZeroTail(t, old)
 
 	w.rollMu.Lock()
 	rolled := make(chan error, 1)

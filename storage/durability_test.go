@@ -642,7 +642,7 @@ func indexFileSize(t testing.TB, dir string, base int64) int64 {
 // full-size index) nor makes it read the preallocated tail as data.
 func TestFollowerOpensUnsealedRolledSegment(t *testing.T) {
 	dir := t.TempDir()
-	opts := Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20}
+	opts := rollOpts()
 	w := openLog(t, dir, opts)
 	fillSynced(t, w, 200, 5)
 	rolled := w.active()

@@ -20,6 +20,13 @@ func small() Options {
 	return Options{SegmentBytes: 4096, IndexIntervalBytes: 256, MaxIndexBytes: 1024}
 }
 
+// rollOpts makes segments of 64 KiB with a 1 MiB index, which stays
+// preallocated (untrimmed) until the segment is sealed: the tests of a
+// roll that leaves the seal to the background flusher see it.
+func rollOpts() Options {
+	return Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20}
+}
+
 // smallOn is small over fsys.
 func smallOn(fsys vfs.FS) Options {
 	opts := small()

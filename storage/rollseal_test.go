@@ -53,7 +53,7 @@ var rollBlockedOnRollMu = []string{"storage.(*Log).rollLocked", "sync.(*Mutex).L
 // the window by holding rollMu while the roll waits for it.
 func TestRollRegistersBeforeReadingFlushed(t *testing.T) {
 	dir := t.TempDir()
-	opts := Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20}
+	opts := rollOpts()
 	w := openLog(t, dir, opts)
 	fillSynced(t, w, 200, 5)
 	old := w.active()
@@ -124,7 +124,7 @@ func TestFollowerOffsetForTimeOnRolledSegment(t *testing.T) {
 	for _, mode := range []string{"unsealed window", "missing recovery point"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
-			opts := Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20}
+			opts := rollOpts()
 			w := openLog(t, dir, opts)
 			// First batch: the segment's largest timestamp. Then older ones.
 			_, err := w.Append(Record{Timestamp: 9_000_000, Value: val(0)})
@@ -169,7 +169,8 @@ func TestRollRaceThenPowerCut(t *testing.T) {
 	dir := t.TempDir()
 	fsys, err := crashfs.New(dir, crashfs.Options{Mode: crashfs.Strict})
 	require.NoError(t, err)
-	opts := Options{FS: fsys, SegmentBytes: 64 << 10, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20}
+	opts := rollOpts()
+	opts.FS = fsys
 	w, err := Open(dir, opts)
 	require.NoError(t, err)
 	fillSynced(t, w, 200, 5)
@@ -311,7 +312,7 @@ func TestFollowerHeapWithUnsealedSegments(t *testing.T) {
 // timestamp in an early batch.
 func TestFollowedTailMaxTimestamp(t *testing.T) {
 	dir := t.TempDir()
-	opts := Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20}
+	opts := rollOpts()
 	w := openLog(t, dir, opts)
 	_, err := w.Append(Record{Timestamp: 9_000_000, Value: val(0)})
 	require.NoError(t, err)

@@ -106,7 +106,8 @@ func blockOnce(op, sub string, entered chan<- struct{}, release <-chan struct{})
 func TestStaleRollPendingDoesNotRaiseFloor(t *testing.T) {
 	dir := t.TempDir()
 	hfs := &hookFS{FS: vfs.Default}
-	opts := Options{FS: hfs, SegmentBytes: 64 << 10, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20}
+	opts := rollOpts()
+	opts.FS = hfs
 	w := openLog(t, dir, opts)
 
 	// S0 [0,50), sealed and durable (nothing left to flush at its roll).
@@ -182,7 +183,7 @@ func TestStaleRollPendingDoesNotRaiseFloor(t *testing.T) {
 
 	// Consequence: a follower opened now takes S0 for sealed and maps
 	// its full-size index, which the writer then trims.
-	r := openReadOnly(t, dir, Options{SegmentBytes: opts.SegmentBytes, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20})
+	r := openReadOnly(t, dir, rollOpts())
 	require.Equal(t, int64(40), readAll(t, r, 0))
 	close(release2)
 	hfs.setHook(nil)

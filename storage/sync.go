@@ -218,11 +218,17 @@ type rolledSegment struct {
 // apiece). Eight 128 MiB segments are a gigabyte of burst.
 const maxUnsealedRolls = 8
 
+// rollIndexLocked returns where s is among the rolled segments waiting
+// for the flusher, or -1. The caller holds rollMu.
+func (l *Log) rollIndexLocked(s *segment.Segment) int {
+	return slices.IndexFunc(l.rollPending, func(r rolledSegment) bool { return r.seg == s })
+}
+
 // isRollPending reports whether s waits for the background flusher.
 func (l *Log) isRollPending(s *segment.Segment) bool {
 	l.rollMu.Lock()
 	defer l.rollMu.Unlock()
-	return slices.ContainsFunc(l.rollPending, func(r rolledSegment) bool { return r.seg == s })
+	return l.rollIndexLocked(s) >= 0
 }
 
 // addRollPending records that old is to be fsynced after its roll; the
@@ -252,10 +258,8 @@ func (l *Log) addRollPending(old *segment.Segment) (unsealed int) {
 func (l *Log) setUnsealed(old *segment.Segment, unsealed bool) {
 	l.rollMu.Lock()
 	defer l.rollMu.Unlock()
-	for i := range l.rollPending {
-		if l.rollPending[i].seg == old {
-			l.rollPending[i].unsealed = unsealed
-		}
+	if i := l.rollIndexLocked(old); i >= 0 {
+		l.rollPending[i].unsealed = unsealed
 	}
 }
 
@@ -270,12 +274,12 @@ func (l *Log) lastRollPending() *segment.Segment {
 	return l.rollPending[len(l.rollPending)-1].seg
 }
 
-// dropRollPending removes the oldest entry of s from the rolled segments
+// dropRollPending removes the entry of s from the rolled segments
 // to fsync.
 func (l *Log) dropRollPending(s *segment.Segment) {
 	l.rollMu.Lock()
 	defer l.rollMu.Unlock()
-	if i := slices.IndexFunc(l.rollPending, func(r rolledSegment) bool { return r.seg == s }); i >= 0 {
+	if i := l.rollIndexLocked(s); i >= 0 {
 		l.rollPending = slices.Delete(l.rollPending, i, i+1)
 	}
 }
@@ -378,7 +382,7 @@ func (l *Log) syncRolledUntil(stop <-chan struct{}, last *segment.Segment) error
 			l.syncCond.Wait()
 		}
 		l.rollMu.Lock()
-		if !l.rollDueLocked() || last != nil && !slices.ContainsFunc(l.rollPending, func(r rolledSegment) bool { return r.seg == last }) {
+		if !l.rollDueLocked() || last != nil && l.rollIndexLocked(last) < 0 {
 			l.rollMu.Unlock()
 			l.syncMu.Unlock()
 			return nil

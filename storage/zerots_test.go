@@ -17,7 +17,7 @@ import (
 // a reopen and in a follower, and OffsetForTime finds the records.
 func TestZeroTimestampAtSegmentBase(t *testing.T) {
 	dir := t.TempDir()
-	opts := Options{SegmentBytes: 64 << 10, IndexIntervalBytes: 64, MaxIndexBytes: 1 << 20}
+	opts := rollOpts()
 	l := openLog(t, dir, opts)
 	appendAt := func(ts int64, n int) {
 		for i := 0; i < n; i++ {

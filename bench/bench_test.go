@@ -305,3 +305,23 @@ func TestDurableSyncAndPointRead(t *testing.T) {
 func filepathGlob(dir string) ([]string, error) {
 	return filepath.Glob(filepath.Join(dir, "*"))
 }
+
+// TestDurableFsyncFigures checks the group-commit figures of the durable
+// workload: one goroutine gets an fsync per append, several share them.
+func TestDurableFsyncFigures(t *testing.T) {
+	env := NewEnv(t.TempDir())
+	rs, err := Durable{RecordSize: 128, BatchSize: 10, Producers: []int{1, 4}, Duration: 200 * time.Millisecond}.Run(context.Background(), env)
+	require.NoError(t, err)
+	require.Len(t, rs, 2)
+	for _, r := range rs {
+		fsyncs := r.Metrics["fsyncs"]
+		require.Greater(t, fsyncs, 0.0, r.Name)
+		appends := float64(r.Records / 10)
+		assert.InDelta(t, appends, r.Metrics["appends_per_fsync"]*fsyncs, 0.5, "%s: appends per fsync times fsyncs is the appends", r.Name)
+		assert.InDelta(t, fsyncs, r.Metrics["fsyncs_per_sec"]*r.Elapsed.Seconds(), 0.5, r.Name)
+		assert.Greater(t, r.Metrics["fsync_mean_ns"], 0.0, r.Name)
+		assert.Contains(t, strings.Join(r.Notes, "\n"), "appends per fsync", r.Name)
+	}
+	assert.LessOrEqual(t, rs[0].Metrics["appends_per_fsync"], 1.0, "one goroutine waits for its own fsync every time")
+	assert.Greater(t, rs[1].Metrics["appends_per_fsync"], 1.0, "four goroutines share fsyncs")
+}

@@ -280,6 +280,12 @@ func (w Produce) run(ctx context.Context, env *Env, dir string, prog *progress) 
 	}
 	res.Latency = h.Latency()
 	res.Bytes = res.Records * int64(w.RecordSize)
+	if w.Sync == storage.SyncAlways {
+		// Before Close, whose own fsyncs are not the workload's.
+		if err := fsyncFigures(logs, &res); err != nil {
+			return res, err
+		}
+	}
 	if err := closeLogs(logs); err != nil {
 		return res, err
 	}
@@ -353,4 +359,32 @@ func (w Durable) Run(ctx context.Context, env *Env) ([]Result, error) {
 		_ = os.RemoveAll(dir)
 	}
 	return out, nil
+}
+
+// fsyncFigures adds the segment fsyncs the logs made since Open to res:
+// fsyncs per second, appends (batches) per fsync and the mean fsync time.
+// With SyncAlways every append waits for an fsync, so appends per fsync
+// is how many appenders each one served (group commit).
+func fsyncFigures(logs []*storage.Log, res *Result) error {
+	var fsyncs, batches int64
+	var spent time.Duration
+	for _, l := range logs {
+		st, err := l.Stats()
+		if err != nil {
+			return err
+		}
+		fsyncs += st.Fsyncs
+		batches += st.AppendedBatches
+		spent += st.FsyncTime
+	}
+	if fsyncs == 0 || res.Elapsed <= 0 {
+		return fmt.Errorf("bench: %s: no fsync in %d appends with SyncAlways", res.Name, batches)
+	}
+	res.metric("fsyncs", float64(fsyncs))
+	res.metric("fsyncs_per_sec", float64(fsyncs)/res.Elapsed.Seconds())
+	res.metric("appends_per_fsync", float64(batches)/float64(fsyncs))
+	res.metric("fsync_mean_ns", float64(spent)/float64(fsyncs))
+	res.Notes = append(res.Notes, fmt.Sprintf("%s fsyncs/s, %.2f appends per fsync, fsync mean %s",
+		sig3(float64(fsyncs)/res.Elapsed.Seconds()), float64(batches)/float64(fsyncs), formatDuration(spent/time.Duration(fsyncs))))
+	return nil
 }

@@ -68,11 +68,12 @@
 // and index maps are opened on first use, so a log with thousands of
 // segments opens in constant time.
 //
-// Once it has been synced, the active segment's .log is preallocated
-// (fallocate, with the file size) about a MiB ahead of its data, so that
-// the fdatasync after an append has no new file size to commit (a segment
-// never synced grows with its writes: a fallocate waits for the file
-// system's journal while any fsync commits it). Its file size is therefore not
+// On ext4 and XFS, the active segment of a writer that fsyncs small
+// appends has its .log preallocated: zeros written a chunk (256 KiB) past its data, which the
+// next fdatasync makes durable, so that the fdatasyncs of the appends
+// written over them flush data alone, without a journal commit for a new
+// file size or new extents (a writer that leaves the writeback to the OS,
+// or fsyncs large amounts, appends past the end). Its file size is therefore not
 // its data's end: past the last batch lie zeros. A zeroed header is never
 // a batch (version 0), so every scan ends at a zero tail, a zeroed header
 // with nothing but zeros after it, without an error; a zeroed header

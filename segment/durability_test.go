@@ -35,9 +35,10 @@ func copySegmentFiles(t testing.TB, src, dst string, base int64) {
 }
 
 // A segment never synced while active (a writer that leaves the
-// writeback to the OS) does not preallocate: its appends extend the file,
-// without a fallocate to wait for the journal. The first Sync turns
-// preallocation on.
+// writeback to the OS) does not preallocate: its appends extend the file.
+// The first Sync turns preallocation on: the next append writes a chunk
+// of zeros past its batch, and the one after a later Sync, past the
+// chunk, writes the next.
 func TestAppendPreallocatesOnceSynced(t *testing.T) {
 	dir := t.TempDir()
 	s := createT(t, dir, 0)
@@ -48,31 +49,80 @@ func TestAppendPreallocatesOnceSynced(t *testing.T) {
 	assert.Equal(t, size, fileSize(t, s.LogPath()), "not synced: no preallocated tail")
 	require.NoError(t, s.Sync())
 	appendN(t, s, 1, 3, 100)
-	assert.Equal(t, size+int64(preallocChunk), fileSize(t, s.LogPath()), "synced: a chunk past the data before the append")
 	size, err = s.Size()
 	require.NoError(t, err)
+	assert.Equal(t, size+int64(preallocChunk), fileSize(t, s.LogPath()), "synced: a chunk past the batch")
+	requireZeros(t, s.LogPath(), size, preallocChunk)
 	require.NoError(t, s.Seal())
 	assert.Equal(t, size, fileSize(t, s.LogPath()), "sealed: exactly the data")
 }
 
-// An append to a synced segment preallocates the .log ahead of the data;
-// the segment's size is the data's.
+// requireZeros requires n bytes of zeros at off in the file at path.
+func requireZeros(t *testing.T, path string, off, n int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, int64(len(b)), off+n)
+	require.Equal(t, make([]byte, n), b[off:off+n], "zeros at [%d, %d)", off, off+n)
+}
+
+// Appends within the preallocated chunk do not extend the file; past it,
+// the next chunk is preallocated only after another Sync, and a batch
+// larger than a chunk is written past the end with a chunk after it.
 func TestAppendPreallocates(t *testing.T) {
 	dir := t.TempDir()
 	s := createT(t, dir, 0)
 	require.NoError(t, s.Sync()) // synced: appends preallocate
 	defer s.Close()
-	appendN(t, s, 10, 3, 100)
+	appendN(t, s, 1, 3, 100)
+	first, err := s.Size()
+	require.NoError(t, err)
+	appendN(t, s, 9, 3, 100)
 	size, err := s.Size()
 	require.NoError(t, err)
-	assert.Equal(t, int64(preallocChunk), fileSize(t, s.LogPath()), "one chunk allocated")
-	assert.Less(t, size, int64(preallocChunk))
-	// A batch larger than the chunk allocates at least itself.
+	assert.Equal(t, first+int64(preallocChunk), fileSize(t, s.LogPath()), "one chunk, past the first batch")
+	assert.Less(t, size, first+int64(preallocChunk))
+
+	// No Sync since the chunk: a batch past it extends the file alone.
+	appendN(t, s, 1, 1, preallocChunk)
+	size, err = s.Size()
+	require.NoError(t, err)
+	assert.Equal(t, size, fileSize(t, s.LogPath()), "not synced since the last chunk")
+
+	// That Sync covered more than maxPreallocSyncGap; after a small one
+	// the large batch gets a chunk after it.
+	require.NoError(t, s.Sync())
+	appendN(t, s, 1, 1, 100)
+	require.NoError(t, s.Sync())
 	appendN(t, s, 1, 1, 3*preallocChunk/2)
 	size, err = s.Size()
 	require.NoError(t, err)
-	assert.GreaterOrEqual(t, fileSize(t, s.LogPath()), size)
-	assert.Equal(t, int64(31), s.NextOffset())
+	assert.Equal(t, size+int64(preallocChunk), fileSize(t, s.LogPath()), "synced: a chunk past the large batch")
+	assert.Equal(t, int64(33), s.NextOffset())
+}
+
+// A writer whose Syncs cover more than maxPreallocSyncGap each does not
+// preallocate: writing zeros first would double its disk writes.
+func TestLargeSyncsDoNotPreallocate(t *testing.T) {
+	dir := t.TempDir()
+	s := createT(t, dir, 0)
+	defer s.Close()
+	appendN(t, s, 1, 1, maxPreallocSyncGap+1024)
+	require.NoError(t, s.Sync())
+	for range 3 {
+		appendN(t, s, 1, 1, maxPreallocSyncGap+1024)
+		size, err := s.Size()
+		require.NoError(t, err)
+		assert.Equal(t, size, fileSize(t, s.LogPath()), "large syncs: no preallocated tail")
+		require.NoError(t, s.Sync())
+	}
+	// Small syncs turn it on again.
+	appendN(t, s, 1, 3, 100)
+	require.NoError(t, s.Sync())
+	appendN(t, s, 1, 3, 100)
+	size, err := s.Size()
+	require.NoError(t, err)
+	assert.Equal(t, size+int64(preallocChunk), fileSize(t, s.LogPath()), "small syncs preallocate")
 }
 
 // Preallocation stops at the roll size (MaxMapBytes less a batch) unless
@@ -253,28 +303,41 @@ func TestScannerFileCutUnderIt(t *testing.T) {
 	require.ErrorIs(t, sc.Err(), ErrCorrupt, "a batch cut short is still damage")
 }
 
-// A failed Allocate (a full disk) does not fail the append: the segment
-// appends past the end as without preallocation.
-func TestFailedAllocateFallsBack(t *testing.T) {
+// A failed preallocation (a full disk, here a short write of the zeros)
+// does not fail the append and stops preallocation for the segment: the
+// zeros that reached the file are a zero tail, written over by the next
+// appends and cut by Close.
+func TestFailedPreallocationFallsBack(t *testing.T) {
 	fsys := faultfs.New(vfs.Default)
-	fsys.Add(faultfs.Rule{Ops: faultfs.OpAllocate, Path: LogSuffix, Every: true, Err: syscall.ENOSPC})
 	opts := testOpts()
 	opts.FS = fsys
 	dir := t.TempDir()
 	s, err := Create(dir, 0, opts)
 	require.NoError(t, err)
 	require.NoError(t, s.Sync()) // synced: appends preallocate
-	defer s.Close()
-	batches := appendN(t, s, 10, 3, 100)
-	assert.Equal(t, 1, fsys.Injected(), "the .log's Allocate tried once, then no more")
+	// The first WriteAt of the .log from here is the batch, the second
+	// the zeros after it.
+	fsys.Add(faultfs.Rule{Ops: faultfs.OpWriteAt, Path: LogSuffix, Nth: 1, ShortWrite: true})
+	batches := appendN(t, s, 1, 3, 100)
+	assert.Equal(t, 1, fsys.Injected(), "the zeros' write failed")
+	first, err := s.Size()
+	require.NoError(t, err)
+	assert.Equal(t, first+preallocChunk/2, fileSize(t, s.LogPath()), "half the zeros reached the file")
+	for range 20 {
+		require.NoError(t, s.Sync())
+		batches = append(batches, appendN(t, s, 1, 3, 4000)...)
+	}
+	assert.Equal(t, 1, fsys.Injected())
 	size, err := s.Size()
 	require.NoError(t, err)
-	assert.Equal(t, size, fileSize(t, s.LogPath()))
+	assert.Equal(t, size, fileSize(t, s.LogPath()), "no chunk after the failure: the appends passed the zero tail and extend the file")
 	assert.Equal(t, batches, readAllBatches(t, s))
+	require.NoError(t, s.Close())
+	assert.Equal(t, size, fileSize(t, s.LogPath()), "closed: exact")
 }
 
 // TruncateTo drops the preallocated part with the batches; appends after
-// it preallocate again.
+// it, once synced, preallocate again.
 func TestTruncateResetsAllocation(t *testing.T) {
 	dir := t.TempDir()
 	s := createT(t, dir, 0)
@@ -286,8 +349,9 @@ func TestTruncateResetsAllocation(t *testing.T) {
 	size, err := s.Size()
 	require.NoError(t, err)
 	assert.Equal(t, size, fileSize(t, s.LogPath()))
+	require.NoError(t, s.Sync())
 	more := appendN(t, s, 2, 3, 100)
-	assert.Greater(t, fileSize(t, s.LogPath()), size+int64(len(more[0])+len(more[1])))
+	assert.Equal(t, size+int64(len(more[0]))+preallocChunk, fileSize(t, s.LogPath()), "a chunk past the first batch after the Sync")
 	assert.Equal(t, append(batches[:5:5], more...), readAllBatches(t, s))
 }
 
@@ -358,7 +422,9 @@ func TestFollowerBesidePreallocatingWriter(t *testing.T) {
 	// again past what the follower read.
 	_, err = w.TruncateTo(10)
 	require.NoError(t, err)
+	require.NoError(t, w.Sync()) // the next append preallocates again
 	appendN(t, w, 1, 1, 10)
+	require.GreaterOrEqual(t, fileSize(t, w.LogPath()), f.size.Load(), "precondition: the file grew again past the follower's data")
 	shrunk, err = f.Shrunk()
 	require.NoError(t, err)
 	assert.True(t, shrunk)
@@ -420,4 +486,21 @@ func TestMissingSealedIndexRebuilt(t *testing.T) {
 	got, err := os.Stat(idx)
 	require.NoError(t, err)
 	assert.Equal(t, fi.Size(), got.Size(), "the same entries as before")
+}
+
+// On a file system where overwriting written zeros saves no journal
+// commit (here tmpfs), a synced segment does not preallocate.
+func TestNoPreallocationWhereItDoesNotPay(t *testing.T) {
+	dir, err := os.MkdirTemp("/dev/shm", "seglog-segment")
+	require.NoError(t, err, "a tmpfs at /dev/shm")
+	defer os.RemoveAll(dir)
+	s := createT(t, dir, 0)
+	defer s.Close()
+	require.NoError(t, s.Sync())
+	batches := appendN(t, s, 3, 3, 100)
+	require.False(t, vfs.OverwritesSyncCheaply(s.log), "precondition: /dev/shm is not ext4 or XFS")
+	size, err := s.Size()
+	require.NoError(t, err)
+	assert.Equal(t, size, fileSize(t, s.LogPath()), "no zeros past the data")
+	assert.Equal(t, batches, readAllBatches(t, s))
 }

@@ -203,10 +203,16 @@ type Segment struct {
 	// Writer state, touched only by the writer.
 	sinceIndex int // bytes appended since the last index entry
 	// allocated is where the writable .log's preallocated part ends
-	// (preallocate): past size, the file holds zeros not yet written.
-	allocated  int64
-	noPrealloc bool        // an Allocate failed: append past the end instead
-	synced     atomic.Bool // Sync succeeded: appends preallocate (preallocate)
+	// (preallocate): past size, the file holds zeros.
+	allocated       int64
+	noPrealloc      bool  // preallocating failed or does not pay: append past the end instead
+	preallocChecked bool  // the file system was asked whether preallocating pays
+	preallocSyncs   int64 // syncs when the last chunk was preallocated
+
+	// Set by Sync, read by the writer (preallocDue).
+	syncs      atomic.Int64 // Syncs that succeeded
+	syncedSize atomic.Int64 // size the last Sync made durable
+	syncGap    atomic.Int64 // bytes between the last two Syncs (from 0 for the first)
 }
 
 func (s *Segment) path(suffix string) string {

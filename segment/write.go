@@ -52,9 +52,6 @@ func (s *Segment) Append(batch []byte, h Header) (pos int64, err error) {
 			s.sinceIndex = prevSince
 		}
 	}()
-	if end := pos + int64(len(batch)); end > s.allocated && !s.noPrealloc && s.synced.Load() {
-		s.preallocate(end)
-	}
 	if _, err := s.log.WriteAt(batch, pos); err != nil {
 		// Cut off whatever part reached the file so that the next append
 		// and a reopen see the segment as it was.
@@ -65,44 +62,78 @@ func (s *Segment) Append(batch []byte, h Header) (pos int64, err error) {
 		s.cutFailedLocked(pos)
 		return 0, fmt.Errorf("segment: %w", err)
 	}
+	if end := pos + int64(len(batch)); end > s.allocated && s.preallocDue() {
+		s.preallocate(end)
+	}
 	s.size.Store(pos + int64(len(batch)))
 	s.next.Store(h.NextOffset())
 	return pos, nil
 }
 
-// preallocChunk is how far ahead of the data the .log is allocated.
-const preallocChunk = 1 << 20
+// preallocChunk is how far past the data the .log is preallocated.
+const preallocChunk = 256 << 10
 
-// preallocate extends the .log's allocated part, with a file size, past
-// end (where an append is about to end): preallocChunk ahead, or the
-// batch when it is larger, but not past the roll size unless the batch
-// is. An fdatasync after an append within it has no file size to commit.
-// A failed Allocate (a full disk, no support) stops preallocation for the
-// segment: appends then extend the file as they write.
+// maxPreallocSyncGap is the most data one Sync may have covered for the
+// next chunk to be preallocated: writers whose fsyncs cover more gain
+// little or nothing (the zeros cost about as much as the journal commits
+// they save: break-even near 64 KiB per fdatasync here, a 20% gain at
+// 32 KiB, 35% at 10 KiB) and append past the end.
+const maxPreallocSyncGap = preallocChunk / 8
+
+// zeroChunk is what preallocate writes.
+var zeroChunk [preallocChunk]byte
+
+// preallocDue reports whether the next chunk past the data should be
+// preallocated: preallocation works and the segment was synced since the
+// last chunk, by a Sync that covered at most maxPreallocSyncGap bytes (a
+// writer that fsyncs small appends).
+func (s *Segment) preallocDue() bool {
+	return !s.noPrealloc && s.syncs.Load() > s.preallocSyncs && s.syncGap.Load() <= maxPreallocSyncGap
+}
+
+// preallocate writes zeros past end, where an append just ended, up to
+// preallocChunk past the data's end or the end of the preallocated part,
+// but not past the roll size. Appends into written zeros make their
+// fdatasync cheap: on ext4 and XFS an fdatasync after an append that
+// extends the file, or writes into fallocated (unwritten) blocks, commits
+// the journal for the new size or extents; one into blocks whose zeros an
+// earlier fdatasync made durable flushes the data alone. The first Sync
+// after a chunk pays its journal commit and its zeros, the Syncs of the
+// appends within it do not: measured with 10 KiB appends, each followed by
+// an fdatasync, 170 µs against 260 µs at the median (fallocate: 260 µs).
+// A failed write (a full disk) stops preallocation for the segment; what
+// part of the zeros reached the file is a zero tail, which scans read as
+// the end of the data and Seal and Close cut.
 //
-// Append preallocates only once the segment has been synced while active
-// (Sync): for a writer that fsyncs, whose fdatasyncs it makes cheaper.
-// A writer that leaves the writeback to the OS gains nothing from it, and
-// a fallocate waits for the file system's journal while anyone's fsync
-// commits it (here 30-70 ms beside the fsync of a rolled segment, where
-// the write itself never waited); its appends extend the file instead.
+// Only writers that fsync small appends preallocate (preallocDue): a
+// writer that leaves the writeback to the OS, or fsyncs large amounts,
+// would write every byte twice. And only on ext4 and XFS
+// (vfs.OverwritesSyncCheaply): elsewhere the zeros cost writes and save
+// nothing.
 func (s *Segment) preallocate(end int64) {
-	from := max(s.allocated, s.size.Load())
-	target := from + max(preallocChunk, end-from)
+	if !s.preallocChecked {
+		s.preallocChecked = true
+		if !vfs.OverwritesSyncCheaply(s.log) {
+			s.noPrealloc = true
+			return
+		}
+	}
+	from := max(s.allocated, end)
+	target := from + preallocChunk
 	if roll := s.opts.MaxMapBytes - int64(s.opts.Limits.MaxBatchBytes); target > roll {
-		target = max(end, roll)
+		target = roll
 	}
 	target = min(target, MaxSegmentBytes)
-	if target <= from {
-		return
+	s.preallocSyncs = s.syncs.Load()
+	for from < target {
+		n := min(int64(len(zeroChunk)), target-from)
+		if _, err := s.log.WriteAt(zeroChunk[:n], from); err != nil {
+			s.noPrealloc = true
+			return
+		}
+		from += n
+		s.allocated = from
 	}
-	if err := s.log.Allocate(from, target-from); err != nil {
-		// The file may have grown part of the way: a zero tail, which
-		// scans read as the end of the data and Seal and Close cut.
-		s.noPrealloc = true
-		return
-	}
-	s.allocated = target
 }
 
 // cutFailedLocked cuts the .log back to pos after a failed append, and
@@ -196,10 +227,12 @@ func (s *Segment) Sync() error {
 		return err
 	}
 	defer s.mu.RUnlock()
+	n := s.size.Load()
 	if err := s.log.Datasync(); err != nil {
 		return fmt.Errorf("segment: fsync %s: %w", s.LogPath(), err)
 	}
-	s.synced.Store(true)
+	s.syncGap.Store(max(0, n-s.syncedSize.Swap(n)))
+	s.syncs.Add(1)
 	return nil
 }
 

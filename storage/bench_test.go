@@ -513,17 +513,24 @@ func BenchmarkRolling(b *testing.B) {
 			return write, func() error { return f.Close() }
 		})
 	})
-	b.Run("seglog", func(b *testing.B) {
-		run(b, func(dir string) (func() error, func() error) {
-			l, err := Open(dir, Options{SegmentBytes: segBytes})
-			if err != nil {
-				b.Fatal(err)
-			}
-			write := func() error {
-				_, err := l.AppendBatch(batch)
-				return err
-			}
-			return write, l.CloseUnflushed
-		})
-	})
+	seglog := func(opts Options) func(b *testing.B) {
+		return func(b *testing.B) {
+			run(b, func(dir string) (func() error, func() error) {
+				l, err := Open(dir, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				write := func() error {
+					_, err := l.AppendBatch(batch)
+					return err
+				}
+				return write, l.CloseUnflushed
+			})
+		}
+	}
+	b.Run("seglog", seglog(Options{SegmentBytes: segBytes}))
+	// A writer that leaves the fsyncs to the background flusher (every
+	// 50 ms: several per run); each covers far more than a chunk, so its
+	// segments do not preallocate.
+	b.Run("seglog-sync-interval", seglog(Options{SegmentBytes: segBytes, Sync: SyncInterval, SyncInterval: 50 * time.Millisecond}))
 }

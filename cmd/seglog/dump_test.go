@@ -189,27 +189,18 @@ func FuzzDumpLog(f *testing.F) {
 	})
 }
 
-// heldPartition returns partition 0 of a new topic "orders" in a Store
-// that holds its data directory (closed when t ends), as a writer does.
-func heldPartition(t *testing.T) *storage.Log {
-	t.Helper()
-	data := filepath.Join(t.TempDir(), "data")
-	store, err := storage.OpenStore(data, storage.StoreOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() { store.Close() })
-	require.NoError(t, store.CreateTopic("orders", 1, storage.TopicConfig{}))
-	l, err := store.Log("orders", 0)
-	require.NoError(t, err)
-	return l
-}
-
 // Beside a writer, a batch torn at the end of the newest .log when read is
 // one the writer is appending: dump shows the batches before it, notes it
 // and exits 0 once the bytes read again are whole; a tear that stays is
 // damage, as is one in a partition nobody holds.
 func TestDumpBesideWriterTornTail(t *testing.T) {
-	l := heldPartition(t)
-	var err error
+	data := filepath.Join(t.TempDir(), "data")
+	store, err := storage.OpenStore(data, storage.StoreOptions{})
+	require.NoError(t, err)
+	defer store.Close()
+	require.NoError(t, store.CreateTopic("orders", 1, storage.TopicConfig{}))
+	l, err := store.Log("orders", 0)
+	require.NoError(t, err)
 	for i := range 3 {
 		_, err = l.Append(storage.Record{Value: bytes.Repeat([]byte{byte('a' + i)}, 20000)})
 		require.NoError(t, err)
@@ -276,7 +267,13 @@ func TestDumpBesideWriterTornTail(t *testing.T) {
 // beside a writer, entries of the batches appended in between are not
 // damage; in a partition nobody holds they are.
 func TestDumpVerifyIndexBesideWriter(t *testing.T) {
-	l := heldPartition(t)
+	data := filepath.Join(t.TempDir(), "data")
+	store, err := storage.OpenStore(data, storage.StoreOptions{})
+	require.NoError(t, err)
+	defer store.Close()
+	require.NoError(t, store.CreateTopic("orders", 1, storage.TopicConfig{}))
+	l, err := store.Log("orders", 0)
+	require.NoError(t, err)
 	appendSome := func() {
 		for i := range 5 {
 			_, err := l.Append(storage.Record{Value: bytes.Repeat([]byte{byte('a' + i)}, 5000)})

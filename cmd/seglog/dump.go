@@ -156,9 +156,9 @@ type dumper struct {
 	o        dumpOptions
 	name     string
 	problems int
-	// live is set while the .log dumped is the newest of a partition in
-	// use (newestOfLivePartition): a writer may be appending to it.
-	live bool
+	// beingWritten, while a file's .log is dumped, reports whether the
+	// damage at a position was a batch its writer was appending.
+	beingWritten func(end int64) bool
 }
 
 type errorJSON struct {
@@ -186,9 +186,6 @@ func (d *dumper) problem(file string, pos int64, msg string) {
 func (d *dumper) file(path string) {
 	switch {
 	case strings.HasSuffix(path, segment.LogSuffix):
-		// Asked before the size is read: a writer that stops after it
-		// may have been appending while it was read.
-		live := newestOfLivePartition(path)
 		f, size, err := openLogFile(path)
 		if err != nil {
 			d.problem(path, -1, err.Error())
@@ -204,9 +201,9 @@ func (d *dumper) file(path string) {
 				chk = loadIndexChecker(path, base, size)
 			}
 		}
-		d.live = live
+		d.beingWritten = func(end int64) bool { return tailBeingWritten(f, path, end) }
 		d.log(f, size, path, base, named, chk)
-		d.live = false
+		d.beingWritten = nil
 	case strings.HasSuffix(path, segment.IndexSuffix), strings.HasSuffix(path, segment.TimeIndexSuffix):
 		d.index(path)
 		if d.o.verifyIndex {
@@ -272,7 +269,7 @@ func (d *dumper) log(r io.ReaderAt, size int64, path string, base int64, named b
 		}
 	}
 	if err := s.Err(); err != nil {
-		if isCorrupt(err) && d.live && tailBeingWritten(r, path, s.End()) {
+		if isCorrupt(err) && d.beingWritten != nil && d.beingWritten(s.End()) {
 			_ = d.w.Flush()
 			fmt.Fprintf(d.stderr, "%s: note: %s: a batch the writer was appending at byte %d when read is not shown\n", d.name, path, s.End())
 		} else {
@@ -280,40 +277,27 @@ func (d *dumper) log(r io.ReaderAt, size int64, path string, base int64, named b
 		}
 	}
 	if chk != nil {
-		if d.live {
-			// The indexes were read after the .log's size: entries of
-			// batches appended since are not damage.
-			chk.DropPastEnd(s.End(), next)
-		}
 		d.indexCheckResult(chk, path, chk.Finish(s.End()))
 	}
 }
 
-// newestOfLivePartition reports whether the .log at path is the newest
-// segment of a partition in use (its directory's or the data root's lock
-// is held): the one a writer may be appending to while it is read.
-func newestOfLivePartition(path string) bool {
+// tailBeingWritten reports whether the damage at end of the .log f (at
+// path) was a batch its writer was writing: the partition is in use (its
+// directory's or the data root's lock is held), the .log is its newest,
+// and read again a moment later the bytes from end are a whole, valid
+// batch or a clean end (an append cut back). A tear that stays is damage.
+func tailBeingWritten(f *os.File, path string, end int64) bool {
 	dir := filepath.Dir(path)
 	if !inUse(dir) && !inUse(filepath.Dir(dir)) {
 		return false
 	}
 	pl, err := storage.ListPartition(dir)
-	return err == nil && len(pl.Segments) > 0 && filepath.Base(path) == segment.FileName(pl.Segments[len(pl.Segments)-1], segment.LogSuffix)
-}
-
-// tailBeingWritten reports whether the damage at end of the .log f of a
-// live partition's newest segment (newestOfLivePartition) was a batch its
-// writer was writing: read again a moment later, the bytes from end are
-// a whole, valid batch or a clean end (an append cut back). A tear that
-// stays is damage.
-func tailBeingWritten(f io.ReaderAt, path string, end int64) bool {
-	st, ok := f.(interface{ Stat() (os.FileInfo, error) })
-	if !ok {
+	if err != nil || len(pl.Segments) == 0 || filepath.Base(path) != segment.FileName(pl.Segments[len(pl.Segments)-1], segment.LogSuffix) {
 		return false
 	}
 	for range 10 {
 		time.Sleep(20 * time.Millisecond)
-		fi, err := st.Stat()
+		fi, err := f.Stat()
 		if err != nil || fi.Size() < end {
 			return false
 		}

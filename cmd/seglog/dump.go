@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -30,9 +28,7 @@ partitions (--dir DATA --topic orders [--partition 0]), in offset order.
   .timeindex  one line per time-index entry (timestamp, offset)
 Unused (all-zero) entries of a preallocated active index are counted, not
 printed. A damaged file is dumped up to the damage, which is reported on
-stderr with the file and byte position; the exit code is then 1. Beside a
-writer, a batch it is appending at the end of the newest .log when read
-is not shown (a note on stderr says so), once read again whole.
+stderr with the file and byte position; the exit code is then 1.
 
 --json prints one JSON object per line instead, with a "type" field:
 "batch", "record", "offset_index_entry", "time_index_entry", "index_check"
@@ -156,9 +152,6 @@ type dumper struct {
 	o        dumpOptions
 	name     string
 	problems int
-	// beingWritten, while a file's .log is dumped, reports whether the
-	// damage at a position was a batch its writer was appending.
-	beingWritten func(end int64) bool
 }
 
 type errorJSON struct {
@@ -201,9 +194,7 @@ func (d *dumper) file(path string) {
 				chk = loadIndexChecker(path, base, size)
 			}
 		}
-		d.beingWritten = func(end int64) bool { return tailBeingWritten(f, path, end) }
 		d.log(f, size, path, base, named, chk)
-		d.beingWritten = nil
 	case strings.HasSuffix(path, segment.IndexSuffix), strings.HasSuffix(path, segment.TimeIndexSuffix):
 		d.index(path)
 		if d.o.verifyIndex {
@@ -269,48 +260,11 @@ func (d *dumper) log(r io.ReaderAt, size int64, path string, base int64, named b
 		}
 	}
 	if err := s.Err(); err != nil {
-		if isCorrupt(err) && d.beingWritten != nil && d.beingWritten(s.End()) {
-			_ = d.w.Flush()
-			fmt.Fprintf(d.stderr, "%s: note: %s: a batch the writer was appending at byte %d when read is not shown\n", d.name, path, s.End())
-		} else {
-			d.problem(path, s.End(), err.Error())
-		}
+		d.problem(path, s.End(), err.Error())
 	}
 	if chk != nil {
 		d.indexCheckResult(chk, path, chk.Finish(s.End()))
 	}
-}
-
-// tailBeingWritten reports whether the damage at end of the .log f (at
-// path) was a batch its writer was writing: the partition is in use (its
-// directory's or the data root's lock is held), the .log is its newest,
-// and read again a moment later the bytes from end are a whole, valid
-// batch or a clean end (an append cut back). A tear that stays is damage.
-func tailBeingWritten(f *os.File, path string, end int64) bool {
-	dir := filepath.Dir(path)
-	if !inUse(dir) && !inUse(filepath.Dir(dir)) {
-		return false
-	}
-	pl, err := storage.ListPartition(dir)
-	if err != nil || len(pl.Segments) == 0 || filepath.Base(path) != segment.FileName(pl.Segments[len(pl.Segments)-1], segment.LogSuffix) {
-		return false
-	}
-	for range 10 {
-		time.Sleep(20 * time.Millisecond)
-		fi, err := f.Stat()
-		if err != nil || fi.Size() < end {
-			return false
-		}
-		w := newBatchWalk(io.NewSectionReader(f, end, fi.Size()-end), fi.Size()-end, path)
-		if w.Next() {
-			if w.VerifyErr == nil {
-				return true
-			}
-		} else if w.Err() == nil {
-			return true
-		}
-	}
-	return false
 }
 
 func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos int64) {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -186,80 +185,4 @@ func FuzzDumpLog(f *testing.F) {
 			dumpLogBytes(io.Discard, io.Discard, data, "00000000000000000000.log", o)
 		}
 	})
-}
-
-// Beside a writer, a batch torn at the end of the newest .log when read is
-// one the writer is appending: dump shows the batches before it, notes it
-// and exits 0 once the bytes read again are whole; a tear that stays is
-// damage, as is one in a partition nobody holds.
-func TestDumpBesideWriterTornTail(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "data")
-	store, err := storage.OpenStore(data, storage.StoreOptions{})
-	require.NoError(t, err)
-	defer store.Close()
-	require.NoError(t, store.CreateTopic("orders", 1, storage.TopicConfig{}))
-	l, err := store.Log("orders", 0)
-	require.NoError(t, err)
-	for i := range 3 {
-		_, err = l.Append(storage.Record{Value: bytes.Repeat([]byte{byte('a' + i)}, 20000)})
-		require.NoError(t, err)
-	}
-	require.NoError(t, l.Sync())
-	batch, err := l.ReadInto(nil, 0, 1)
-	require.NoError(t, err)
-	segs, err := l.Segments()
-	require.NoError(t, err)
-	active := segs[len(segs)-1]
-	f, err := os.OpenFile(active.Path, os.O_RDWR, 0)
-	require.NoError(t, err)
-	defer f.Close()
-	// Half a batch past the data, as a writer's pwrite leaves it for a
-	// moment.
-	_, err = f.WriteAt(batch[:len(batch)/2], active.Size)
-	require.NoError(t, err)
-
-	r := seglog(t, "", "dump", active.Path)
-	assert.Equal(t, 1, r.code, "a tear that stays is damage: %s", r.stderr)
-	assert.Contains(t, r.stderr, "runs past the end")
-	assert.Equal(t, 3, strings.Count(r.stdout, "baseOffset:"), "the batches before it are shown")
-
-	rf, err := os.Open(active.Path)
-	require.NoError(t, err)
-	defer rf.Close()
-	assert.False(t, tailBeingWritten(rf, active.Path, active.Size), "still torn")
-	_, err = f.WriteAt(batch[len(batch)/2:], active.Size+int64(len(batch)/2))
-	require.NoError(t, err)
-	assert.True(t, tailBeingWritten(rf, active.Path, active.Size), "whole when read again")
-
-	// Nobody holds a copy: the same bytes are damage there.
-	cp := filepath.Join(t.TempDir(), "orders-0")
-	require.NoError(t, os.MkdirAll(cp, 0o750))
-	b, err := os.ReadFile(active.Path)
-	require.NoError(t, err)
-	copyPath := filepath.Join(cp, filepath.Base(active.Path))
-	require.NoError(t, os.WriteFile(copyPath, b[:active.Size+int64(len(batch)/2)], 0o640))
-	cf, err := os.Open(copyPath)
-	require.NoError(t, err)
-	defer cf.Close()
-	assert.False(t, tailBeingWritten(cf, copyPath, active.Size), "no writer holds the copy")
-	r = seglog(t, "", "dump", copyPath)
-	assert.Equal(t, 1, r.code)
-	assert.Contains(t, r.stderr, "runs past the end")
-
-	// Beside the writer, a tear that is whole when read again is a note.
-	require.NoError(t, f.Truncate(active.Size))
-	_, err = f.WriteAt(batch[:len(batch)/2], active.Size)
-	require.NoError(t, err)
-	done := make(chan result, 1)
-	go func() { done <- seglog(t, "", "dump", active.Path) }()
-	time.Sleep(5 * time.Millisecond) // usually within the dump's first read
-	_, err = f.WriteAt(batch[len(batch)/2:], active.Size+int64(len(batch)/2))
-	require.NoError(t, err)
-	r = <-done
-	assert.Equal(t, 0, r.code, r.stderr)
-	if strings.Count(r.stdout, "baseOffset:") == 3 {
-		assert.Contains(t, r.stderr, "a batch the writer was appending at byte")
-	} else {
-		assert.Equal(t, 4, strings.Count(r.stdout, "baseOffset:"), "read after the batch was whole: %s", r.stdout)
-	}
 }

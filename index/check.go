@@ -139,16 +139,18 @@ func (c *Checker) Batch(pos, baseOffset, maxTimestamp int64) {
 }
 
 // DropPastEnd sets aside the entries that refer to data past what was
-// scanned: a position at or after scanned (bytes of the log), an offset
-// at or after next (the offset after the last batch scanned). It returns
-// how many there were. Those entries are what a writer appending
-// meanwhile, or interrupted by a crash, leaves at the end of its active
-// segment: a writer writes a batch before its index entries, but a reader
-// may read the index after the writer appended more.
+// scanned: an offset at or after next (the offset after the last batch
+// scanned) and, for the offset index, a position at or after scanned
+// (bytes of the log). It returns how many there were. Those entries are
+// what a writer appending meanwhile, or interrupted by a crash, leaves at
+// the end of its active segment: a writer writes a batch before its index
+// entries, but a reader may read the index after the writer appended
+// more. An entry past the data for an offset that was scanned is no such
+// thing: Finish reports it.
 func (c *Checker) DropPastEnd(scanned, next int64) int {
 	n := 0
 	for i, seen := range c.oSeen {
-		if !seen && c.offs[i].Position >= scanned {
+		if e := c.offs[i]; !seen && e.Position >= scanned && e.Offset >= next {
 			c.oSeen[i] = true
 			n++
 		}

@@ -67,6 +67,15 @@ func TestChecker(t *testing.T) {
 	assert.Empty(t, c.Finish(200))
 	assert.Equal(t, 2, c.OffsetEntries())
 	assert.Equal(t, 1, c.TimeEntries())
+
+	// An entry past the data for an offset the scan covered was not
+	// appended after it: it stays, and Finish reports it.
+	c = NewChecker("o", encOffsets(base, OffsetPosition{110, 50}, OffsetPosition{125, 210}, OffsetPosition{140, 220}), "t", nil, base)
+	for _, b := range batches {
+		c.Batch(b.pos, b.base, b.maxTS)
+	}
+	assert.Equal(t, 1, c.DropPastEnd(200, 140), "only the entry of offset 140")
+	assert.Equal(t, []string{"o: entry 1 {offset 125, position 210}: position is past the end of the valid log data (200 bytes)"}, c.Finish(200))
 }
 
 // FuzzChecker: any index bytes and any batches: no panic, and a problem

@@ -125,15 +125,15 @@ func (s *Segment) preallocate(end int64) {
 	}
 	target = min(target, MaxSegmentBytes)
 	s.preallocSyncs = s.syncs.Load()
-	for from < target {
-		n := min(int64(len(zeroChunk)), target-from)
-		if _, err := s.log.WriteAt(zeroChunk[:n], from); err != nil {
-			s.noPrealloc = true
-			return
-		}
-		from += n
-		s.allocated = from
+	if target <= from {
+		return
 	}
+	// At most one chunk: target-from <= len(zeroChunk).
+	if _, err := s.log.WriteAt(zeroChunk[:target-from], from); err != nil {
+		s.noPrealloc = true
+		return
+	}
+	s.allocated = target
 }
 
 // cutFailedLocked cuts the .log back to pos after a failed append, and

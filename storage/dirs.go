@@ -260,7 +260,12 @@ func ListRoot(root string) (RootListing, error) {
 // directory (a partition never written to is empty; a root holds
 // partition directories and the offsets store).
 func IsPartitionDir(dir string) bool {
-	if _, _, ok := ParsePartitionDir(filepath.Base(filepath.Clean(dir))); !ok {
+	// The name is the directory's own: "." inside a partition is one.
+	name := filepath.Base(filepath.Clean(dir))
+	if abs, err := filepath.Abs(dir); err == nil {
+		name = filepath.Base(abs)
+	}
+	if _, _, ok := ParsePartitionDir(name); !ok {
 		return false
 	}
 	entries, err := vfs.Default.ReadDir(dir)

@@ -83,6 +83,9 @@ func TestListPartitionAndRoot(t *testing.T) {
 	assert.True(t, IsPartitionDir(dir))
 	assert.True(t, IsPartitionDir(filepath.Join(root, "t-1")), "an empty partition")
 	assert.False(t, IsPartitionDir(root))
+	t.Chdir(dir)
+	assert.True(t, IsPartitionDir("."), "the working directory is named by its own name")
+	assert.False(t, IsPartitionDir(".."))
 
 	// What the store refuses, it says, with nothing changed.
 	require.NoError(t, os.Rename(filepath.Join(root, "t-1"), filepath.Join(root, "t-3")))

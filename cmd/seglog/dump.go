@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -152,6 +153,10 @@ type dumper struct {
 	o        dumpOptions
 	name     string
 	problems int
+
+	dirs      map[string]liveDir // see appending
+	liveTries int                // rereads from one position (0: liveRereads)
+	livePause func()             // waits before a reread (nil: liveRereadGap)
 }
 
 type errorJSON struct {
@@ -186,6 +191,10 @@ func (d *dumper) file(path string) {
 		}
 		defer f.Close()
 		base, named := segmentBase(path)
+		var live *os.File
+		if named && d.appending(path, base) {
+			live = f
+		}
 		var chk *index.Checker
 		if d.o.verifyIndex {
 			if !named {
@@ -194,7 +203,7 @@ func (d *dumper) file(path string) {
 				chk = loadIndexChecker(path, base, size)
 			}
 		}
-		d.log(f, size, path, base, named, chk)
+		d.log(d.newLogWalk(f, size, path, live), base, named, chk)
 	case strings.HasSuffix(path, segment.IndexSuffix), strings.HasSuffix(path, segment.TimeIndexSuffix):
 		d.index(path)
 		if d.o.verifyIndex {
@@ -222,13 +231,13 @@ type batchJSON struct {
 	Valid         bool   `json:"valid"`
 }
 
-// log dumps a .log read through r. It never panics on any bytes: every
+// log dumps the .log that s walks. It never panics on any bytes: every
 // decoding is the segment package's hostile-input-safe decoders.
-func (d *dumper) log(r io.ReaderAt, size int64, path string, base int64, named bool, chk *index.Checker) {
+func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) {
+	path := s.path
 	if !d.o.json {
 		fmt.Fprintf(d.w, "Dumping %s\n", path)
 	}
-	s := newBatchWalk(r, size, path)
 	var it segment.RecordIter
 	next, haveNext := base, named
 	for s.Next() {
@@ -259,12 +268,24 @@ func (d *dumper) log(r io.ReaderAt, size int64, path string, base int64, named b
 			d.records(&it, s.Batch, path, pos)
 		}
 	}
+	s.note()
 	if err := s.Err(); err != nil {
 		d.problem(path, s.End(), err.Error())
 	}
 	if chk != nil {
-		d.indexCheckResult(chk, path, chk.Finish(s.End()))
+		d.finishIndexCheck(chk, s, next)
 	}
+}
+
+// finishIndexCheck reports the index check of the .log s walked, whose
+// batches end at offset next. A writer appending to it writes each batch
+// before its index entries, and dump reads the indexes after the size of
+// the .log: entries for batches past the walk are not damage there.
+func (d *dumper) finishIndexCheck(chk *index.Checker, s *logWalk, next int64) {
+	if s.f != nil {
+		chk.DropPastEnd(s.End(), next)
+	}
+	d.indexCheckResult(chk, s.path, chk.Finish(s.End()))
 }
 
 func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos int64) {
@@ -336,15 +357,21 @@ func (d *dumper) verifyIndexOf(path string) {
 		return
 	}
 	defer f.Close()
+	var live *os.File
+	if d.appending(logPath, base) {
+		live = f
+	}
 	chk := loadIndexChecker(logPath, base, size)
-	s := newBatchWalk(f, size, logPath)
+	s := d.newLogWalk(f, size, logPath, live)
+	next := base
 	for s.Next() {
 		chk.Batch(s.Pos, s.Header.BaseOffset, s.Header.MaxTimestamp)
+		next = s.Header.NextOffset()
 	}
 	if err := s.Err(); err != nil {
 		chk.Problemf("%v (the log is damaged: entries after byte %d cannot be checked)", err, s.End())
 	}
-	d.indexCheckResult(chk, logPath, chk.Finish(s.End()))
+	d.finishIndexCheck(chk, s, next)
 }
 
 type offsetEntryJSON struct {
@@ -428,7 +455,7 @@ func dumpLogBytes(w, stderr io.Writer, data []byte, name string, o dumpOptions) 
 	bw := bufio.NewWriter(w)
 	d := &dumper{w: bw, stderr: stderr, o: o, name: "seglog dump"}
 	base, named := segmentBase(name)
-	d.log(readerAtBytes(data), int64(len(data)), name, base, named, nil)
+	d.log(d.newLogWalk(readerAtBytes(data), int64(len(data)), name, nil), base, named, nil)
 	_ = bw.Flush()
 	return d.problems
 }

@@ -36,7 +36,12 @@ type batchWalk struct {
 }
 
 func newBatchWalk(r io.ReaderAt, size int64, path string) *batchWalk {
-	return &batchWalk{sc: segment.NewScanner(r, size, segment.ScanOptions{File: path, Window: 256 << 10})}
+	return newBatchWalkFrom(r, size, path, 0)
+}
+
+// newBatchWalkFrom walks the batches from position start on.
+func newBatchWalkFrom(r io.ReaderAt, size int64, path string, start int64) *batchWalk {
+	return &batchWalk{sc: segment.NewScanner(r, size, segment.ScanOptions{File: path, Window: 256 << 10, Start: start})}
 }
 
 // Next advances to the next batch; false at the end of the file or at
@@ -212,4 +217,13 @@ func (b readerAtBytes) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// dirName returns the name of directory dir itself: that of the working
+// directory for ".".
+func dirName(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return filepath.Base(abs)
+	}
+	return filepath.Base(filepath.Clean(dir))
 }

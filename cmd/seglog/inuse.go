@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -53,4 +54,26 @@ func probeLock(lockPath string) bool {
 	}
 	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return false
+}
+
+// writerHolds reports whether a writer holds the partition directory dir:
+// a Log holds its directory's lock, a Store the data directory above it.
+// The lock belongs to the directory, so the path is made absolute and its
+// symbolic links resolved first ("." inside a partition, or a link to it,
+// names the same directory as the writer's path).
+func writerHolds(dir string) bool {
+	real, err := realPath(dir)
+	if err != nil {
+		return false
+	}
+	return inUse(real) || inUse(filepath.Dir(real))
+}
+
+// realPath returns path made absolute, with its symbolic links resolved.
+func realPath(path string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(real)
 }

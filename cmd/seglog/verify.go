@@ -117,7 +117,7 @@ func (v *verifier) run(dir string) {
 	// A single partition directory?
 	if storage.IsPartitionDir(dir) {
 		v.nTopics = 1
-		v.partition(dir, filepath.Base(filepath.Clean(dir)))
+		v.partition(dir, dirName(dir))
 		return
 	}
 	offs := readOffsetsFirst(dir)
@@ -157,7 +157,7 @@ func (v *verifier) run(dir string) {
 // replaced, an index is trimmed. So a live partition with errors is
 // checked again (three times in all) and only the last check reported.
 func (v *verifier) partition(dir, name string) {
-	live := inUse(dir) || inUse(filepath.Dir(filepath.Clean(dir)))
+	live := writerHolds(dir)
 	for attempt := 1; ; attempt++ {
 		saved := *v
 		var out, errOut bytes.Buffer

@@ -260,10 +260,14 @@ func ListRoot(root string) (RootListing, error) {
 // directory (a partition never written to is empty; a root holds
 // partition directories and the offsets store).
 func IsPartitionDir(dir string) bool {
-	// The name is the directory's own: "." inside a partition is one.
+	// The name is the directory's own: "." inside a partition, or a
+	// symbolic link to one, is one.
 	name := filepath.Base(filepath.Clean(dir))
 	if abs, err := filepath.Abs(dir); err == nil {
 		name = filepath.Base(abs)
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			name = filepath.Base(real)
+		}
 	}
 	if _, _, ok := ParsePartitionDir(name); !ok {
 		return false

@@ -184,15 +184,18 @@ func (d *dumper) problem(file string, pos int64, msg string) {
 func (d *dumper) file(path string) {
 	switch {
 	case strings.HasSuffix(path, segment.LogSuffix):
+		// Whether a writer may be appending to it is asked before its
+		// size is read: a segment it rolled from meanwhile is whole.
+		base, named := segmentBase(path)
+		appending := named && d.appending(path, base)
 		f, size, err := openLogFile(path)
 		if err != nil {
 			d.problem(path, -1, err.Error())
 			return
 		}
 		defer f.Close()
-		base, named := segmentBase(path)
 		var live *os.File
-		if named && d.appending(path, base) {
+		if appending {
 			live = f
 		}
 		var chk *index.Checker
@@ -255,7 +258,7 @@ func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) {
 				h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LeaderEpoch, h.Checksum, valid)
 		}
 		if !valid {
-			d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch at offset %d: %v", path, pos, h.BaseOffset, s.VerifyErr))
+			d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch at offset %d: %v%s", path, pos, h.BaseOffset, s.VerifyErr, s.held()))
 		}
 		if haveNext && h.BaseOffset != next {
 			d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch base offset %d, expected %d (offsets must follow on)", path, pos, h.BaseOffset, next))
@@ -270,7 +273,7 @@ func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) {
 	}
 	s.note()
 	if err := s.Err(); err != nil {
-		d.problem(path, s.End(), err.Error())
+		d.problem(path, s.End(), err.Error()+s.held())
 	}
 	if chk != nil {
 		d.finishIndexCheck(chk, s, next)
@@ -280,10 +283,15 @@ func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) {
 // finishIndexCheck reports the index check of the .log s walked, whose
 // batches end at offset next. A writer appending to it writes each batch
 // before its index entries, and dump reads the indexes after the size of
-// the .log: entries for batches past the walk are not damage there.
+// the .log: entries of batches appended past that size are not damage.
+// A walk that ended before that size (at the zeros of the preallocated
+// tail) read the bytes after every batch written before the indexes were
+// read: an entry past it is damage, as is one past the file's size now.
 func (d *dumper) finishIndexCheck(chk *index.Checker, s *logWalk, next int64) {
-	if s.f != nil {
-		chk.DropPastEnd(s.End(), next)
+	if s.f != nil && s.End() >= s.limit {
+		if fi, err := s.f.Stat(); err == nil {
+			chk.DropPastEnd(s.End(), next, fi.Size())
+		}
 	}
 	d.indexCheckResult(chk, s.path, chk.Finish(s.End()))
 }
@@ -351,6 +359,7 @@ func (d *dumper) verifyIndexOf(path string) {
 		return
 	}
 	logPath := siblingPath(path, segment.LogSuffix)
+	appending := d.appending(logPath, base)
 	f, size, err := openLogFile(logPath)
 	if err != nil {
 		d.problem(logPath, -1, fmt.Sprintf("--verify-index of %s needs its log: %v", path, err))
@@ -358,7 +367,7 @@ func (d *dumper) verifyIndexOf(path string) {
 	}
 	defer f.Close()
 	var live *os.File
-	if d.appending(logPath, base) {
+	if appending {
 		live = f
 	}
 	chk := loadIndexChecker(logPath, base, size)

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 )
 
@@ -21,9 +23,11 @@ import (
 
 // Defaults of the rereads of a batch in flight: a writer's write of one
 // batch into the page cache takes microseconds, but the kernel can make
-// it wait for writeback for up to 200 ms between two pages.
+// it wait between two pages: for writeback (up to 200 ms), or, for the
+// part that extends the file, for the file system's journal (seen taking
+// over 0.5 s on a busy disk).
 const (
-	liveRereads   = 25
+	liveRereads   = 100 // 2 s
 	liveRereadGap = 20 * time.Millisecond
 )
 
@@ -61,12 +65,15 @@ func (d *dumper) appending(path string, base int64) bool {
 }
 
 // logWalk is a batchWalk over a .log for dump. On the file a writer is
-// appending to (live), damage at or after a position is read again from
-// that position, after a pause, over the file as long as it is by then,
-// until the walk gets past it: at most rereads times without progress.
-// Either way the walk covers every byte dump read first (up to limit, the
-// file's size when opened); it never goes on to batches that start past
-// that.
+// appending to (live), damage at a position is read again from that
+// position, over the file as long as it is by then, until the walk gets
+// past it. A batch that bytes of a later batch follow was whole before
+// they were written: it is read again once, at once, and damage that
+// stays is damage. Damage with nothing after it (the walk stops there, or
+// zeros follow) is read again after a pause, at most rereads times
+// without progress. Either way the walk covers every byte dump read first
+// (up to limit, the file's size when opened); it never goes on to batches
+// that start past that.
 type logWalk struct {
 	*batchWalk
 	f     *os.File // of a live walk
@@ -76,7 +83,9 @@ type logWalk struct {
 
 	stuckAt int64 // where the last reread started
 	tries   int   // rereads from stuckAt
+	once    bool  // stuckAt was read again at once (batches follow it)
 	rereads int   // in all
+	gaveUp  bool  // damage stayed while it was read again after pauses
 }
 
 // newLogWalk walks r, size bytes long, the .log at path; f is the same
@@ -92,28 +101,43 @@ func (w *logWalk) Next() bool {
 			return false
 		}
 		if w.batchWalk.Next() {
-			if w.VerifyErr == nil || w.f == nil || !w.again(w.Pos) {
+			if w.VerifyErr == nil || w.f == nil || !w.again(w.Pos, w.followed(w.Pos+int64(w.Header.Size()))) {
 				return true
 			}
 			continue
 		}
-		if w.batchWalk.Err() == nil || w.f == nil || !w.again(w.End()) {
+		if w.batchWalk.Err() == nil || w.f == nil || !w.again(w.End(), false) {
 			return false
 		}
 	}
 }
 
-// again reads the file again from pos, where the walk met damage, after
-// a pause; false once that has been done rereads times at pos.
-func (w *logWalk) again(pos int64) bool {
+// followed reports whether the file holds more than zeros in the batch
+// header's worth of bytes at pos: the start of a later batch.
+func (w *logWalk) followed(pos int64) bool {
+	var b [segment.HeaderSize]byte
+	n, _ := w.f.ReadAt(b[:], pos)
+	return len(bytes.TrimLeft(b[:n], "\x00")) > 0
+}
+
+// again reads the file again from pos, where the walk met damage: after
+// a pause, or at once and for the last time when a later batch follows
+// the damage (followed); false once it has been read again rereads times
+// at pos.
+func (w *logWalk) again(pos int64, followed bool) bool {
 	if pos > w.stuckAt {
-		w.stuckAt, w.tries = pos, 0
+		w.stuckAt, w.tries, w.once = pos, 0, false
 	}
-	if w.tries >= w.d.rereads() {
+	if w.once || w.tries >= w.d.rereads() {
+		w.gaveUp = !w.once
 		return false
 	}
 	w.tries++
-	w.d.pause()
+	if followed {
+		w.once = true
+	} else {
+		w.d.pause()
+	}
 	fi, err := w.f.Stat()
 	if err != nil {
 		return false
@@ -123,12 +147,22 @@ func (w *logWalk) again(pos int64) bool {
 	return true
 }
 
-// note tells, on stderr, that the walk read part of the file again.
+// note tells, on stderr, that the walk read part of the file again and
+// found whole batches there.
 func (w *logWalk) note() {
-	if w.rereads > 0 {
+	if w.rereads > 0 && !w.gaveUp {
 		_ = w.d.w.Flush()
 		fmt.Fprintf(w.d.stderr, "%s: %s: a writer was appending while dump read it; read again where a batch was not whole yet (%d times)\n", w.d.name, w.path, w.rereads)
 	}
+}
+
+// held is what a report of damage that stayed in a live walk adds: it
+// may still be a batch that the writer has been writing all along.
+func (w *logWalk) held() string {
+	if !w.gaveUp {
+		return ""
+	}
+	return fmt.Sprintf(" (a writer holds the partition: read again for %v, this is damage or a batch the writer is still writing)", time.Duration(w.d.rereads())*liveRereadGap)
 }
 
 // rereads is how many times a live walk reads again from one position.

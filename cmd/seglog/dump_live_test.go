@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,9 +18,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 )
+
+// heldLog opens a store in a new data directory, held by this process
+// until the test ends, and returns partition 0 of its topic "orders".
+func heldLog(t *testing.T, opts storage.Options) (*storage.Log, string) {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "data")
+	store, err := storage.OpenStore(data, storage.StoreOptions{Log: opts})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	require.NoError(t, store.CreateTopic("orders", 1, storage.TopicConfig{}))
+	l, err := store.Log("orders", 0)
+	require.NoError(t, err)
+	return l, data
+}
 
 // heldPartition is a partition of a store this process holds open, with
 // three batches of one 20 KB record each, synced, and the bytes of a
@@ -31,15 +48,9 @@ type heldPartition struct {
 
 func newHeldPartition(t *testing.T) heldPartition {
 	t.Helper()
-	data := filepath.Join(t.TempDir(), "data")
-	store, err := storage.OpenStore(data, storage.StoreOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	require.NoError(t, store.CreateTopic("orders", 1, storage.TopicConfig{}))
-	l, err := store.Log("orders", 0)
-	require.NoError(t, err)
+	l, _ := heldLog(t, storage.Options{})
 	for i := range 3 {
-		_, err = l.Append(storage.Record{Timestamp: fixedTS, Value: bytes.Repeat([]byte{byte('a' + i)}, 20000)})
+		_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: bytes.Repeat([]byte{byte('a' + i)}, 20000)})
 		require.NoError(t, err)
 	}
 	require.NoError(t, l.Sync())
@@ -54,6 +65,17 @@ func newHeldPartition(t *testing.T) heldPartition {
 	require.NoError(t, err)
 	require.Equal(t, p.size, fi.Size(), "no preallocated tail yet")
 	return p
+}
+
+// copySegment copies the .log at logPath and its two indexes into dir.
+func copySegment(t *testing.T, logPath, dir string) {
+	t.Helper()
+	for _, suf := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+		src := siblingPath(logPath, suf)
+		b, err := os.ReadFile(src)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.Base(src)), b, 0o640))
+	}
 }
 
 // writeAt writes b at pos of path, as the writer would.
@@ -73,6 +95,34 @@ func testDumper(o dumpOptions, pause func()) (*dumper, *bytes.Buffer, *bytes.Buf
 	return d, &out, &errOut
 }
 
+// dumpWalk dumps the first size bytes of the .log at logPath (segment
+// 0), as if a writer were appending to it when live, through the reader
+// that reader makes of the file (nil: the file); with --verify-index it
+// checks the indexes as read now. It returns the problems, stdout and
+// stderr.
+func dumpWalk(t *testing.T, logPath string, size int64, live bool, o dumpOptions, reader func(*os.File) io.ReaderAt) (int, string, string) {
+	t.Helper()
+	f, err := os.Open(logPath)
+	require.NoError(t, err)
+	defer f.Close()
+	var r io.ReaderAt = f
+	if reader != nil {
+		r = reader(f)
+	}
+	var lf *os.File
+	if live {
+		lf = f
+	}
+	var chk *index.Checker
+	if o.verifyIndex {
+		chk = loadIndexChecker(logPath, 0, size)
+	}
+	d, out, errOut := testDumper(o, func() {})
+	d.log(d.newLogWalk(r, size, logPath, lf), 0, true, chk)
+	require.NoError(t, d.w.Flush())
+	return d.problems, out.String(), errOut.String()
+}
+
 // Beside a writer, damage in the newest .log that the writer was
 // appending when dump read it is read again, and goes once it is whole
 // batches; damage that stays, garbage past the batch in flight, and the
@@ -87,14 +137,14 @@ func TestDumpBesideWriter(t *testing.T) {
 		unheld     bool // a copy of the partition that nobody holds
 		problems   bool
 		batches    int // batch lines printed
-		wantStderr string
+		wantStderr []string
 	}{
-		{name: "past the end, completes", completes: true, batches: 4, wantStderr: "a writer was appending"},
-		{name: "into zeros, completes", prealloc: true, completes: true, batches: 4, wantStderr: "a writer was appending"},
-		{name: "past the end, stays torn", problems: true, batches: 3, wantStderr: "runs past the end"},
-		{name: "into zeros, stays torn", prealloc: true, problems: true, batches: 4, wantStderr: "checksum"},
-		{name: "garbage past the batch in flight", prealloc: true, completes: true, garbageAt: 1000, problems: true, batches: 4, wantStderr: "unknown version"},
-		{name: "nobody holds it", completes: true, unheld: true, problems: true, batches: 3, wantStderr: "runs past the end"},
+		{name: "past the end, completes", completes: true, batches: 4, wantStderr: []string{"a writer was appending"}},
+		{name: "into zeros, completes", prealloc: true, completes: true, batches: 4, wantStderr: []string{"a writer was appending"}},
+		{name: "past the end, stays torn", problems: true, batches: 3, wantStderr: []string{"runs past the end of the file (70266) (a writer holds the partition: read again for 60ms"}},
+		{name: "into zeros, stays torn", prealloc: true, problems: true, batches: 4, wantStderr: []string{"checksum mismatch", "(a writer holds the partition: read again for 60ms"}},
+		{name: "garbage past the batch in flight", prealloc: true, completes: true, garbageAt: 1000, problems: true, batches: 4, wantStderr: []string{"unknown version", "a writer holds the partition"}},
+		{name: "nobody holds it", completes: true, unheld: true, problems: true, batches: 3, wantStderr: []string{"runs past the end of the file (70266)\n"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,7 +176,12 @@ func TestDumpBesideWriter(t *testing.T) {
 			require.NoError(t, d.w.Flush())
 			assert.Equal(t, tc.problems, d.problems > 0, "problems: %s", errOut)
 			assert.Equal(t, tc.batches, strings.Count(out.String(), "baseOffset:"), out.String())
-			assert.Contains(t, errOut.String(), tc.wantStderr)
+			for _, want := range tc.wantStderr {
+				assert.Contains(t, errOut.String(), want)
+			}
+			if tc.problems {
+				assert.NotContains(t, errOut.String(), "a writer was appending", "no note beside a report")
+			}
 			if tc.unheld {
 				assert.Zero(t, pauses, "nothing is read again where no writer is")
 			}
@@ -192,17 +247,8 @@ func TestDumpVerifyIndexBesideWriter(t *testing.T) {
 	require.NoError(t, err)
 
 	check := func(live bool) (int, string) {
-		f, err := os.Open(logPath)
-		require.NoError(t, err)
-		defer f.Close()
-		var lf *os.File
-		if live {
-			lf = f
-		}
-		d, _, errOut := testDumper(dumpOptions{verifyIndex: true}, func() {})
-		d.log(d.newLogWalk(f, read, logPath, lf), 0, true, loadIndexChecker(logPath, 0, read))
-		require.NoError(t, d.w.Flush())
-		return d.problems, errOut.String()
+		n, _, stderr := dumpWalk(t, logPath, read, live, dumpOptions{verifyIndex: true}, nil)
+		return n, stderr
 	}
 	n, stderr := check(true)
 	assert.Zero(t, n, stderr)
@@ -230,13 +276,7 @@ func TestDumpVerifyIndexBesideWriter(t *testing.T) {
 // batches of 20 KB records to it (rolling segments of 4 MiB): none reports
 // damage.
 func TestDumpBesideProducer(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "data")
-	store, err := storage.OpenStore(data, storage.StoreOptions{Log: storage.Options{SegmentBytes: 4 << 20}})
-	require.NoError(t, err)
-	defer store.Close()
-	require.NoError(t, store.CreateTopic("orders", 1, storage.TopicConfig{}))
-	l, err := store.Log("orders", 0)
-	require.NoError(t, err)
+	l, data := heldLog(t, storage.Options{SegmentBytes: 4 << 20})
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -279,4 +319,233 @@ func TestDotIsThePartition(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "orders-0: 1 segment, 3 batches")
 	assert.Contains(t, r.stdout, "1 partition of 1 topic")
+}
+
+// firstZeroEntry returns the byte position of the first all-zero entry of
+// an index file (entries of size n).
+func firstZeroEntry(t *testing.T, path string, n int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for i := 0; i+n <= len(b); i += n {
+		if bytes.Equal(b[i:i+n], make([]byte, n)) {
+			return int64(i)
+		}
+	}
+	t.Fatalf("%s: no zero entry", path)
+	return 0
+}
+
+// Beside a writer, an index entry past the data of the newest segment is
+// damage when no writer can have left it: the walk read zeros after the
+// data (the writer had not written there when dump read the index), or the
+// entry is past the end of the file. The same files where nobody holds
+// them are the control.
+func TestDumpBesideWriterBogusIndexEntry(t *testing.T) {
+	for _, kind := range []string{"offset index", "time index", "offset index, no zero tail"} {
+		t.Run(kind, func(t *testing.T) {
+			p := newHeldPartition(t)
+			if !strings.Contains(kind, "no zero tail") {
+				// The writer's preallocated tail (as TestDumpBesideWriter makes it).
+				writeAt(t, p.logPath, make([]byte, 256<<10), p.size)
+			}
+			if strings.HasPrefix(kind, "offset") {
+				idx := siblingPath(p.logPath, segment.IndexSuffix)
+				at := firstZeroEntry(t, idx, index.OffsetEntrySize)
+				e := make([]byte, index.OffsetEntrySize)
+				pos := uint32(p.size + 1000) // inside the zeros
+				if strings.Contains(kind, "no zero tail") {
+					pos = uint32(p.size + 10<<20) // 10 MB past the end of the file
+				}
+				binary.BigEndian.PutUint32(e[0:], 9) // offset 9; the data ends at 3
+				binary.BigEndian.PutUint32(e[4:], pos)
+				writeAt(t, idx, e, at)
+			} else {
+				tidx := siblingPath(p.logPath, segment.TimeIndexSuffix)
+				at := firstZeroEntry(t, tidx, index.TimeEntrySize)
+				e := make([]byte, index.TimeEntrySize)
+				binary.BigEndian.PutUint64(e[0:], fixedTS+99)
+				binary.BigEndian.PutUint32(e[8:], 9)
+				writeAt(t, tidx, e, at)
+			}
+			// Control: the same files where nobody holds them.
+			cp := filepath.Join(t.TempDir(), "orders-0")
+			require.NoError(t, os.MkdirAll(cp, 0o750))
+			copySegment(t, p.logPath, cp)
+			r := seglog(t, "", "dump", "--verify-index", filepath.Join(cp, filepath.Base(p.logPath)))
+			require.Equal(t, 1, r.code, "unheld copy: %s", r.stderr)
+
+			r = seglog(t, "", "dump", "--verify-index", p.logPath)
+			assert.Equal(t, 1, r.code, "held: the bogus entry must be reported; stderr: %q", r.stderr)
+		})
+	}
+}
+
+// A directory in a held data root that is not one of its partitions (an
+// operator's copy, orders-0.bak) is not held: nothing there is set aside.
+func TestDumpCopyInHeldRootIsNotLive(t *testing.T) {
+	p := newHeldPartition(t)
+	root := filepath.Dir(p.dir)
+	cp := filepath.Join(root, "orders-0.bak")
+	require.NoError(t, os.MkdirAll(cp, 0o750))
+	copySegment(t, p.logPath, cp)
+	idx := filepath.Join(cp, filepath.Base(siblingPath(p.logPath, segment.IndexSuffix)))
+	at := firstZeroEntry(t, idx, index.OffsetEntrySize)
+	e := make([]byte, index.OffsetEntrySize)
+	binary.BigEndian.PutUint32(e[0:], 9)
+	binary.BigEndian.PutUint32(e[4:], uint32(p.size+10<<20))
+	writeAt(t, idx, e, at)
+	d, _, errOut := testDumper(dumpOptions{verifyIndex: true}, func() {})
+	cpLog := filepath.Join(cp, filepath.Base(p.logPath))
+	d.file(cpLog)
+	require.NoError(t, d.w.Flush())
+	assert.False(t, d.appending(cpLog, 0), "nobody appends to %s", cp)
+	assert.Equal(t, 1, d.problems, "stderr: %q", errOut)
+}
+
+// faultyAt fails one read: the one at off (a bad sector under the last
+// batch of the newest segment).
+type faultyAt struct {
+	f   *os.File
+	off int64
+}
+
+func (r faultyAt) ReadAt(p []byte, off int64) (int, error) {
+	if off == r.off {
+		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: syscall.EIO}
+	}
+	return r.f.ReadAt(p, off)
+}
+
+// An I/O error reading the body of the last batch of the newest segment
+// (its header came from the scanner's read-ahead window) is read again
+// from that batch's start, not from past it: the batch is printed once it
+// reads, or reported.
+func TestDumpBesideWriterReadErrorInBatch(t *testing.T) {
+	l, _ := heldLog(t, storage.Options{})
+	// Batches of ~20 KB until one straddles the 256 KiB read-ahead window.
+	var last int64
+	for {
+		segs, err := l.Segments()
+		require.NoError(t, err)
+		size := segs[len(segs)-1].Size
+		if size > 256<<10 {
+			break
+		}
+		last = size
+		_, err = l.Append(storage.Record{Timestamp: fixedTS, Value: bytes.Repeat([]byte{'v'}, 20000)})
+		require.NoError(t, err)
+	}
+	require.Less(t, last+segment.HeaderSize, int64(256<<10), "the last batch's header is in the first window")
+	segs, err := l.Segments()
+	require.NoError(t, err)
+	logPath, size := segs[len(segs)-1].Path, segs[len(segs)-1].Size
+
+	run := func(live bool) (int, string, string) {
+		return dumpWalk(t, logPath, size, live, dumpOptions{}, func(f *os.File) io.ReaderAt { return faultyAt{f: f, off: last} })
+	}
+	n, _, stderr := run(false)
+	require.Equal(t, 1, n, "nobody appending: the read error is reported: %s", stderr)
+	require.Contains(t, stderr, "input/output error")
+
+	n, out, stderr := run(true)
+	printed := strings.Count(out, "baseOffset:")
+	t.Logf("live: %d problems, %d batches printed of %d, stderr %q", n, printed, l.EndOffset(), stderr)
+	assert.True(t, n > 0 || printed == int(l.EndOffset()), "live: the batch at %d that could not be read is neither printed nor reported", last)
+}
+
+// A checksum mismatch in the middle of the newest .log of a held
+// partition, followed by whole batches (so it is not in flight), is read
+// again once, without a pause: a run of damaged batches does not make
+// dump sleep 0.5 s for each.
+func TestDumpBesideWriterDamagedBatchesReadAgainOnce(t *testing.T) {
+	l, _ := heldLog(t, storage.Options{})
+	const n = 40
+	for range n + 1 {
+		_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: bytes.Repeat([]byte{'v'}, 100)})
+		require.NoError(t, err)
+	}
+	segs, err := l.Segments()
+	require.NoError(t, err)
+	logPath := segs[len(segs)-1].Path
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	// Flip the last byte of each of the first n batches.
+	sc := segment.ScanBuffer(b, segment.ScanOptions{})
+	i := 0
+	for sc.Next() && i < n {
+		b[sc.End()-1] ^= 0xff
+		i++
+	}
+	writeAt(t, logPath, b, 0)
+
+	pauses := 0
+	d, _, errOut := testDumper(dumpOptions{}, func() { pauses++ })
+	d.liveTries = 0 // the default, liveRereads
+	d.file(logPath)
+	require.NoError(t, d.w.Flush())
+	require.Equal(t, n, d.problems, errOut.String())
+	assert.NotContains(t, errOut.String(), "a writer holds", "damage that whole batches follow is damage")
+	t.Logf("%d pauses of %v: %v of sleep for %d damaged batches", pauses, liveRereadGap, liveRereadGap*time.Duration(pauses), n)
+	assert.LessOrEqual(t, pauses, 2*liveRereads, "rereads of damage that whole batches follow")
+}
+
+// rollingFS runs hook once, at the first ReadDir of dir: the writer rolls
+// between dump's stat of the .log and its listing of the directory.
+type rollingFS struct {
+	vfs.FS
+	dir  string
+	hook func()
+}
+
+func (r *rollingFS) ReadDir(name string) ([]os.DirEntry, error) {
+	if r.hook != nil && filepath.Clean(name) == r.dir {
+		h := r.hook
+		r.hook = nil
+		h()
+	}
+	return r.FS.ReadDir(name)
+}
+
+// dump asks whether a writer may be appending to a .log (appending:
+// ListPartition) before it reads its size: a writer that appends a batch
+// and rolls in between leaves a segment whose index entry of that batch
+// is past the size dump read, and that is no damage.
+func TestDumpBesideWriterRollBeforeSize(t *testing.T) {
+	l, _ := heldLog(t, storage.Options{})
+	for i := range 3 {
+		_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: bytes.Repeat([]byte{byte('a' + i)}, 20000)})
+		require.NoError(t, err)
+	}
+	segs, err := l.Segments()
+	require.NoError(t, err)
+	logPath := segs[len(segs)-1].Path
+	dir, _ := realPath(filepath.Dir(logPath))
+
+	old := vfs.Default
+	t.Cleanup(func() { vfs.Default = old })
+	vfs.Default = &rollingFS{FS: old, dir: dir, hook: func() {
+		_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: bytes.Repeat([]byte{'d'}, 20000)})
+		require.NoError(t, err)
+		require.NoError(t, l.Roll())
+	}}
+	d, _, errOut := testDumper(dumpOptions{verifyIndex: true}, func() {})
+	d.file(logPath)
+	require.NoError(t, d.w.Flush())
+	assert.Zero(t, d.problems, "a writer appended and rolled while dump read: %s", errOut)
+}
+
+// "." inside a partition reached through a symbolic link (a shell's cd
+// keeps $PWD, which os.Getwd and so filepath.Abs return) is the partition,
+// named by the directory's name, not the link's.
+func TestDotThroughSymlinkIsThePartition(t *testing.T) {
+	p := newHeldPartition(t)
+	link := filepath.Join(t.TempDir(), "current")
+	require.NoError(t, os.Symlink(p.dir, link))
+	t.Chdir(link) // sets PWD=link, as `cd current` does
+	r := seglog(t, "", "dump", "--dir", ".")
+	assert.Equal(t, 0, r.code, r.stderr)
+	r = seglog(t, "", "verify", ".")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "orders-0: 1 segment, 3 batches", r.stdout)
 }

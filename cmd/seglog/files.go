@@ -25,8 +25,9 @@ import (
 // returned with VerifyErr set, and the walk goes on: its length field
 // still frames the next batch.
 type batchWalk struct {
-	sc  *segment.Scanner
-	err error
+	sc    *segment.Scanner
+	err   error // reading the current batch failed
+	errAt int64 // where that batch starts
 
 	// The current batch.
 	Pos       int64
@@ -52,7 +53,7 @@ func (w *batchWalk) Next() bool {
 	}
 	b, err := w.sc.Batch()
 	if err != nil {
-		w.err = err
+		w.err, w.errAt = err, w.sc.Pos()
 		return false
 	}
 	w.Pos, w.Header, w.Batch = w.sc.Pos(), w.sc.Header(), b
@@ -68,8 +69,14 @@ func (w *batchWalk) Err() error {
 	return w.sc.Err()
 }
 
-// End returns the position after the last batch returned.
-func (w *batchWalk) End() int64 { return w.sc.End() }
+// End returns the position after the last batch returned: where the walk
+// stopped.
+func (w *batchWalk) End() int64 {
+	if w.err != nil {
+		return w.errAt
+	}
+	return w.sc.End()
+}
 
 // segmentBase returns the base offset in a segment file's name.
 func segmentBase(path string) (int64, bool) {
@@ -220,10 +227,10 @@ func (b readerAtBytes) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // dirName returns the name of directory dir itself: that of the working
-// directory for ".".
+// directory for ".", that of the directory a symbolic link leads to.
 func dirName(dir string) string {
-	if abs, err := filepath.Abs(dir); err == nil {
-		return filepath.Base(abs)
+	if real, err := realPath(dir); err == nil {
+		return filepath.Base(real)
 	}
 	return filepath.Base(filepath.Clean(dir))
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/seglog/seglog/storage"
 )
 
 // inUse reports whether a process holds a flock on a lock file or
@@ -66,14 +68,22 @@ func writerHolds(dir string) bool {
 	if err != nil {
 		return false
 	}
-	return inUse(real) || inUse(filepath.Dir(real))
+	if inUse(real) {
+		return true
+	}
+	// The data root's lock covers the partitions of the store, not every
+	// directory in it (an operator's copy, orders-0.bak).
+	_, _, ok := storage.ParsePartitionDir(filepath.Base(real))
+	return ok && inUse(filepath.Dir(real))
 }
 
-// realPath returns path made absolute, with its symbolic links resolved.
+// realPath returns path made absolute, with its symbolic links resolved
+// (in that order: a relative path is relative to the working directory
+// as the shell named it, through any link).
 func realPath(path string) (string, error) {
-	real, err := filepath.EvalSymlinks(path)
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
 	}
-	return filepath.Abs(real)
+	return filepath.EvalSymlinks(abs)
 }

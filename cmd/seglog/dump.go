@@ -31,6 +31,12 @@ Unused (all-zero) entries of a preallocated active index are counted, not
 printed. A damaged file is dumped up to the damage, which is reported on
 stderr with the file and byte position; the exit code is then 1.
 
+Beside a running writer (a broker, seglog produce): in the newest .log of
+a partition it holds, a batch it is appending while dump reads it is read
+again, for up to 2s, until it is whole (stderr notes that); damage that
+stays is reported, saying the partition is held. Index entries of
+batches appended after dump read the .log's size are not checked.
+
 --json prints one JSON object per line instead, with a "type" field:
 "batch", "record", "offset_index_entry", "time_index_entry", "index_check"
 or "error". Keys and values are JSON strings when they are valid UTF-8, else

@@ -141,19 +141,16 @@ func (c *Checker) Batch(pos, baseOffset, maxTimestamp int64) {
 // DropPastEnd sets aside the entries that refer to data past what was
 // scanned: an offset at or after next (the offset after the last batch
 // scanned) and, for the offset index, a position at or after scanned
-// (bytes of the log) and before size. It returns how many there were.
-// Those entries are what a writer appending meanwhile, or interrupted by
-// a crash, leaves at the end of its active segment: a writer writes a
-// batch before its index entries, but a reader may read the index after
-// the writer appended more. An entry past the data for an offset that was
-// scanned is no such thing: Finish reports it. Neither is, beside a
-// running writer, an entry at or past the log's size read after the index
-// (its batch would be in the file); after a crash the index can outlive
-// the log's data, so a caller checking that passes math.MaxInt64.
-func (c *Checker) DropPastEnd(scanned, next, size int64) int {
+// (bytes of the log). It returns how many there were. Those entries are
+// what a writer appending meanwhile, or interrupted by a crash, leaves at
+// the end of its active segment: a writer writes a batch before its index
+// entries, but a reader may read the index after the writer appended
+// more. An entry past the data for an offset that was scanned is no such
+// thing: Finish reports it.
+func (c *Checker) DropPastEnd(scanned, next int64) int {
 	n := 0
 	for i, seen := range c.oSeen {
-		if e := c.offs[i]; !seen && e.Position >= scanned && e.Position < size && e.Offset >= next {
+		if e := c.offs[i]; !seen && e.Position >= scanned && e.Offset >= next {
 			c.oSeen[i] = true
 			n++
 		}

@@ -263,11 +263,8 @@ func IsPartitionDir(dir string) bool {
 	// The name is the directory's own: "." inside a partition, or a
 	// symbolic link to one, is one.
 	name := filepath.Base(filepath.Clean(dir))
-	if abs, err := filepath.Abs(dir); err == nil {
-		name = filepath.Base(abs)
-		if real, err := filepath.EvalSymlinks(abs); err == nil {
-			name = filepath.Base(real)
-		}
+	if real, err := vfs.RealPath(dir); err == nil {
+		name = filepath.Base(real)
 	}
 	if _, _, ok := ParsePartitionDir(name); !ok {
 		return false

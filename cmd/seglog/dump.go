@@ -208,11 +208,14 @@ func (d *dumper) file(path string) {
 		if d.o.verifyIndex {
 			if !named {
 				d.problem(path, -1, fmt.Sprintf("%s: --verify-index needs a segment file name (20 digits of base offset)", path))
-			} else {
+			} else if live == nil {
 				chk = loadIndexChecker(path, base, size)
 			}
 		}
 		d.log(d.newLogWalk(f, size, path, live), base, named, chk)
+		if d.o.verifyIndex && named && live != nil {
+			d.liveIndexCheck(live, path, base)
+		}
 	case strings.HasSuffix(path, segment.IndexSuffix), strings.HasSuffix(path, segment.TimeIndexSuffix):
 		d.index(path)
 		if d.o.verifyIndex {
@@ -282,24 +285,8 @@ func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) {
 		d.problem(path, s.End(), err.Error()+s.held())
 	}
 	if chk != nil {
-		d.finishIndexCheck(chk, s, next)
+		d.indexCheckResult(chk, path, chk.Finish(s.End()))
 	}
-}
-
-// finishIndexCheck reports the index check of the .log s walked, whose
-// batches end at offset next. A writer appending to it writes each batch
-// before its index entries, and dump reads the indexes after the size of
-// the .log: entries of batches appended past that size are not damage.
-// A walk that ended before that size (at the zeros of the preallocated
-// tail) read the bytes after every batch written before the indexes were
-// read: an entry past it is damage, as is one past the file's size now.
-func (d *dumper) finishIndexCheck(chk *index.Checker, s *logWalk, next int64) {
-	if s.f != nil && s.End() >= s.limit {
-		if fi, err := s.f.Stat(); err == nil {
-			chk.DropPastEnd(s.End(), next, fi.Size())
-		}
-	}
-	d.indexCheckResult(chk, s.path, chk.Finish(s.End()))
 }
 
 func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos int64) {
@@ -372,21 +359,19 @@ func (d *dumper) verifyIndexOf(path string) {
 		return
 	}
 	defer f.Close()
-	var live *os.File
 	if appending {
-		live = f
+		d.liveIndexCheck(f, logPath, base)
+		return
 	}
 	chk := loadIndexChecker(logPath, base, size)
-	s := d.newLogWalk(f, size, logPath, live)
-	next := base
+	s := newBatchWalk(f, size, logPath)
 	for s.Next() {
 		chk.Batch(s.Pos, s.Header.BaseOffset, s.Header.MaxTimestamp)
-		next = s.Header.NextOffset()
 	}
 	if err := s.Err(); err != nil {
 		chk.Problemf("%v (the log is damaged: entries after byte %d cannot be checked)", err, s.End())
 	}
-	d.finishIndexCheck(chk, s, next)
+	d.indexCheckResult(chk, logPath, chk.Finish(s.End()))
 }
 
 type offsetEntryJSON struct {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 )
@@ -29,6 +30,9 @@ import (
 const (
 	liveRereads   = 100 // 2 s
 	liveRereadGap = 20 * time.Millisecond
+	// liveIndexChecks is how many times an index check beside a writer
+	// that finds problems is done in all.
+	liveIndexChecks = 3
 )
 
 // liveDir is what dump learned of a directory the first time it looked.
@@ -65,15 +69,18 @@ func (d *dumper) appending(path string, base int64) bool {
 }
 
 // logWalk is a batchWalk over a .log for dump. On the file a writer is
-// appending to (live), damage at a position is read again from that
-// position, over the file as long as it is by then, until the walk gets
-// past it. A batch that bytes of a later batch follow was whole before
-// they were written: it is read again once, at once, and damage that
-// stays is damage. Damage with nothing after it (the walk stops there, or
-// zeros follow) is read again after a pause, at most rereads times
-// without progress. Either way the walk covers every byte dump read first
-// (up to limit, the file's size when opened); it never goes on to batches
-// that start past that.
+// appending to (live), damage is read again until the walk gets past it:
+//   - A batch with a bad checksum that bytes of a later batch follow was
+//     whole before they were written (the writer writes one batch at a
+//     time, at the end): it is read again once, at once, and damage that
+//     stays is damage.
+//   - Damage with nothing after it (zeros follow, or the walk stops
+//     there) is read again from its position over the file as long as it
+//     is by then, after a pause, at most rereads times.
+//
+// Either way the walk covers every byte dump read first (up to limit, the
+// file's size when opened); it never goes on to batches that start past
+// that.
 type logWalk struct {
 	*batchWalk
 	f     *os.File // of a live walk
@@ -81,34 +88,61 @@ type logWalk struct {
 	limit int64
 	d     *dumper
 
-	stuckAt int64 // where the last reread started
-	tries   int   // rereads from stuckAt
-	once    bool  // stuckAt was read again at once (batches follow it)
-	rereads int   // in all
-	gaveUp  bool  // damage stayed while it was read again after pauses
+	stuckAt  int64 // where the walk last read the file again after a pause
+	tries    int   // times from stuckAt
+	pending  int64 // a reread not yet past (-1: none)
+	resolved int   // damage that was whole batches when read again
+	gaveUp   bool  // the damage just reported stayed through the rereads
 }
 
 // newLogWalk walks r, size bytes long, the .log at path; f is the same
 // file when a writer may be appending to it, else nil.
 func (d *dumper) newLogWalk(r io.ReaderAt, size int64, path string, f *os.File) *logWalk {
-	return &logWalk{batchWalk: newBatchWalk(r, size, path), f: f, path: path, limit: size, d: d, stuckAt: -1}
+	return &logWalk{batchWalk: newBatchWalk(r, size, path), f: f, path: path, limit: size, d: d, stuckAt: -1, pending: -1}
 }
 
 // Next advances to the next batch, like batchWalk.Next.
 func (w *logWalk) Next() bool {
+	w.gaveUp = false
 	for {
 		if w.f != nil && w.End() >= w.limit {
+			w.past()
 			return false
 		}
 		if w.batchWalk.Next() {
-			if w.VerifyErr == nil || w.f == nil || !w.again(w.Pos, w.followed(w.Pos+int64(w.Header.Size()))) {
+			if w.f == nil {
 				return true
 			}
-			continue
+			if w.VerifyErr != nil {
+				if w.followed(w.Pos + int64(w.Header.Size())) {
+					w.readBatchAgain()
+				} else if w.again(w.Pos) {
+					continue
+				}
+			}
+			if w.VerifyErr == nil {
+				w.past()
+			}
+			return true
 		}
-		if w.batchWalk.Err() == nil || w.f == nil || !w.again(w.End(), false) {
+		if w.f == nil {
 			return false
 		}
+		if w.batchWalk.Err() == nil {
+			w.past()
+			return false
+		}
+		if !w.again(w.End()) {
+			return false
+		}
+	}
+}
+
+// past notes that the walk got past a reread, or ended cleanly after it.
+func (w *logWalk) past() {
+	if w.pending >= 0 {
+		w.resolved++
+		w.pending = -1
 	}
 }
 
@@ -120,40 +154,87 @@ func (w *logWalk) followed(pos int64) bool {
 	return len(bytes.TrimLeft(b[:n], "\x00")) > 0
 }
 
-// again reads the file again from pos, where the walk met damage: after
-// a pause, or at once and for the last time when a later batch follows
-// the damage (followed); false once it has been read again rereads times
-// at pos.
-func (w *logWalk) again(pos int64, followed bool) bool {
-	if pos > w.stuckAt {
-		w.stuckAt, w.tries, w.once = pos, 0, false
+// readBatchAgain reads the current batch again and verifies it; the walk
+// goes on with the batch read before when it is still damaged.
+func (w *logWalk) readBatchAgain() {
+	b := make([]byte, w.Header.Size())
+	if _, err := w.f.ReadAt(b, w.Pos); err != nil {
+		return
 	}
-	if w.once || w.tries >= w.d.rereads() {
-		w.gaveUp = !w.once
+	if _, err := segment.Verify(b, segment.DefaultLimits); err != nil {
+		return
+	}
+	w.Batch, w.VerifyErr = b, nil
+	w.resolved++
+}
+
+// again reads the file again from pos, where the walk met damage with
+// nothing after it, after a pause; false once that has been done rereads
+// times at pos.
+func (w *logWalk) again(pos int64) bool {
+	if pos > w.stuckAt {
+		w.stuckAt, w.tries = pos, 0
+	}
+	if w.tries >= w.d.rereads() {
+		w.gaveUp, w.pending = true, -1
 		return false
 	}
 	w.tries++
-	if followed {
-		w.once = true
-	} else {
-		w.d.pause()
-	}
+	w.d.pause()
 	fi, err := w.f.Stat()
 	if err != nil {
 		return false
 	}
-	w.rereads++
+	w.pending = pos
 	w.batchWalk = newBatchWalkFrom(w.f, fi.Size(), w.path, pos)
 	return true
 }
 
-// note tells, on stderr, that the walk read part of the file again and
-// found whole batches there.
+// note tells, on stderr, that batches the walk read while the writer was
+// writing them were read again, whole.
 func (w *logWalk) note() {
-	if w.rereads > 0 && !w.gaveUp {
+	if w.resolved > 0 {
 		_ = w.d.w.Flush()
-		fmt.Fprintf(w.d.stderr, "%s: %s: a writer was appending while dump read it; read again where a batch was not whole yet (%d times)\n", w.d.name, w.path, w.rereads)
+		fmt.Fprintf(w.d.stderr, "%s: %s: a writer was appending while dump read it: %s read again once whole\n", w.d.name, w.path, plural(int64(w.resolved), "batch"))
 	}
+}
+
+// liveIndexCheck checks the indexes of the .log at path (open as f), which
+// a writer may be appending to, and reports the result. It reads the
+// indexes first and the .log's size after: the writer writes each batch
+// before its index entries, so every entry read names a batch in the file
+// by then, and the check walks the headers of all of them (one the writer
+// is writing at the end stops the walk quietly; the walk of the data
+// reports damage). An entry the writer was storing while dump read it can
+// be torn (a time entry is two stores, which a page fault can part): a
+// check with problems is done again after a pause, three times in all,
+// and the last one reported.
+func (d *dumper) liveIndexCheck(f *os.File, path string, base int64) {
+	var chk *index.Checker
+	var problems []string
+	for attempt := 1; attempt <= liveIndexChecks; attempt++ {
+		if attempt > 1 {
+			d.pause()
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			d.problem(path, -1, fileErr(path, err).Error())
+			return
+		}
+		chk = loadIndexChecker(path, base, fi.Size())
+		if fi, err = f.Stat(); err != nil {
+			d.problem(path, -1, fileErr(path, err).Error())
+			return
+		}
+		sc := segment.NewScanner(f, fi.Size(), segment.ScanOptions{File: path, Window: 256 << 10})
+		for sc.Next() {
+			chk.Batch(sc.Pos(), sc.Header().BaseOffset, sc.Header().MaxTimestamp)
+		}
+		if problems = chk.Finish(sc.End()); len(problems) == 0 {
+			break
+		}
+	}
+	d.indexCheckResult(chk, path, problems)
 }
 
 // held is what a report of damage that stayed in a live walk adds: it

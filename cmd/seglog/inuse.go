@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/storage"
 )
 
@@ -78,12 +79,5 @@ func writerHolds(dir string) bool {
 }
 
 // realPath returns path made absolute, with its symbolic links resolved
-// (in that order: a relative path is relative to the working directory
-// as the shell named it, through any link).
-func realPath(path string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	return filepath.EvalSymlinks(abs)
-}
+// as the kernel resolves them (vfs.RealPath).
+func realPath(path string) (string, error) { return vfs.RealPath(path) }

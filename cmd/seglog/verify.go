@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"strings"
 
@@ -371,7 +370,7 @@ func (v *verifier) segment(path string, base int64, last, clean, live, haveRP bo
 		}
 	}
 	if last && !clean {
-		if n := chk.DropPastEnd(s.End(), next, math.MaxInt64); n > 0 && !live {
+		if n := chk.DropPastEnd(s.End(), next); n > 0 && !live {
 			v.warnf("%s: %d index entries past the end of the log data (offset %d, byte %d), left by an unclean shutdown: the next open rebuilds the index", path, n, next, s.End())
 		}
 	}

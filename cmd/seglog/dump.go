@@ -34,8 +34,10 @@ stderr with the file and byte position; the exit code is then 1.
 Beside a running writer (a broker, seglog produce): in the newest .log of
 a partition it holds, a batch it is appending while dump reads it is read
 again, for up to 2s, until it is whole (stderr notes that); damage that
-stays is reported, saying the partition is held. Index entries of
-batches appended after dump read the .log's size are not checked.
+stays is reported, saying the partition is held. --verify-index there
+checks the indexes against the batches in the file after it read them
+(again, up to 3 times, while it finds problems: an entry can be read
+while the writer stores it).
 
 --json prints one JSON object per line instead, with a "type" field:
 "batch", "record", "offset_index_entry", "time_index_entry", "index_check"

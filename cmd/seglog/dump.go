@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,11 +35,12 @@ stderr with the file and byte position; the exit code is then 1.
 
 Beside a running writer (a broker, seglog produce): in the newest .log of
 a partition it holds, a batch it is appending while dump reads it is read
-again, for up to 2s, until it is whole (stderr notes that); damage that
-stays is reported, saying the partition is held. --verify-index there
-checks the indexes against the batches in the file after it read them
-(again, up to 3 times, while it finds problems: an entry can be read
-while the writer stores it).
+again, for up to 2s in all, until it is whole (stderr notes that); damage
+that stays is reported (at the end of the data, saying that the partition
+is held). --verify-index there checks the indexes against the batches in
+the file after it read them, again, up to 3 times, while it finds
+problems: an entry can be read while the writer stores it. A segment that
+retention deleted since dump listed it is a note, not damage.
 
 --json prints one JSON object per line instead, with a "type" field:
 "batch", "record", "offset_index_entry", "time_index_entry", "index_check"
@@ -163,7 +166,7 @@ type dumper struct {
 	problems int
 
 	dirs      map[string]liveDir // see appending
-	liveTries int                // rereads from one position (0: liveRereads)
+	liveTries int                // pauses of a live walk (0: liveRereads)
 	livePause func()             // waits before a reread (nil: liveRereadGap)
 }
 
@@ -193,11 +196,16 @@ func (d *dumper) file(path string) {
 	switch {
 	case strings.HasSuffix(path, segment.LogSuffix):
 		// Whether a writer may be appending to it is asked before its
-		// size is read: a segment it rolled from meanwhile is whole.
+		// size is read: a segment it rolled from meanwhile has all its
+		// batches (its seal may still store the last time entry).
 		base, named := segmentBase(path)
-		appending := named && d.appending(path, base)
+		held, appending := d.liveness(path, base, named)
 		f, size, err := openLogFile(path)
 		if err != nil {
+			if held && errors.Is(err, fs.ErrNotExist) {
+				d.note("%s: deleted by the writer (retention) since dump listed it", path)
+				return
+			}
 			d.problem(path, -1, err.Error())
 			return
 		}
@@ -214,9 +222,15 @@ func (d *dumper) file(path string) {
 				chk = loadIndexChecker(path, base, size)
 			}
 		}
-		d.log(d.newLogWalk(f, size, path, live), base, named, chk)
-		if d.o.verifyIndex && named && live != nil {
-			d.liveIndexCheck(live, path, base)
+		end := d.log(d.newLogWalk(f, size, path, live), base, named, chk)
+		switch {
+		case !d.o.verifyIndex || !named:
+		case held && deleted(f):
+			d.note("%s: deleted by the writer (retention) while dump read it: its indexes are not checked", path)
+		case live != nil:
+			d.liveIndexCheck(f, path, base, size, liveIndexChecks)
+		default:
+			d.finishIndexCheck(chk, f, path, base, end, held)
 		}
 	case strings.HasSuffix(path, segment.IndexSuffix), strings.HasSuffix(path, segment.TimeIndexSuffix):
 		d.index(path)
@@ -245,9 +259,10 @@ type batchJSON struct {
 	Valid         bool   `json:"valid"`
 }
 
-// log dumps the .log that s walks. It never panics on any bytes: every
-// decoding is the segment package's hostile-input-safe decoders.
-func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) {
+// log dumps the .log that s walks and returns where the walk ended. It
+// never panics on any bytes: every decoding is the segment package's
+// hostile-input-safe decoders. chk, if not nil, is fed every batch.
+func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) int64 {
 	path := s.path
 	if !d.o.json {
 		fmt.Fprintf(d.w, "Dumping %s\n", path)
@@ -286,9 +301,22 @@ func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) {
 	if err := s.Err(); err != nil {
 		d.problem(path, s.End(), err.Error()+s.held())
 	}
-	if chk != nil {
-		d.indexCheckResult(chk, path, chk.Finish(s.End()))
+	return s.End()
+}
+
+// finishIndexCheck reports the index check of a .log that no writer is
+// appending to, which the walk fed up to end. In a directory a writer
+// holds (held), a segment it rolled from may be having its last time
+// entry stored by the seal while dump reads it: a check with problems
+// is done again there, as beside the writer.
+func (d *dumper) finishIndexCheck(chk *index.Checker, f *os.File, path string, base, end int64, held bool) {
+	problems := chk.Finish(end)
+	if len(problems) > 0 && held {
+		d.pause()
+		d.liveIndexCheck(f, path, base, end, liveIndexChecks-1)
+		return
 	}
+	d.indexCheckResult(chk, path, problems)
 }
 
 func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos int64) {
@@ -354,15 +382,17 @@ func (d *dumper) verifyIndexOf(path string) {
 		return
 	}
 	logPath := siblingPath(path, segment.LogSuffix)
-	appending := d.appending(logPath, base)
+	held, _ := d.liveness(logPath, base, true)
 	f, size, err := openLogFile(logPath)
 	if err != nil {
 		d.problem(logPath, -1, fmt.Sprintf("--verify-index of %s needs its log: %v", path, err))
 		return
 	}
 	defer f.Close()
-	if appending {
-		d.liveIndexCheck(f, logPath, base)
+	if held {
+		// The writer may be appending, or sealing a segment it rolled
+		// from: the check that reads the indexes before the log.
+		d.liveIndexCheck(f, logPath, base, 0, liveIndexChecks)
 		return
 	}
 	chk := loadIndexChecker(logPath, base, size)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/seglog/seglog/index"
@@ -41,23 +43,30 @@ type liveDir struct {
 	newest int64 // base offset of its newest segment then (held only)
 }
 
-// appending reports whether the .log at path, whose file name says base
-// offset base, may be the one a writer is appending to: a segment of a
-// directory a writer holds, and no older than the newest one there when
+// liveness reports whether a writer holds the directory of the .log at
+// path (held), and whether it may be appending to that .log: a segment,
+// named by its base offset base, no older than the newest one there when
 // dump first looked. Each directory is asked once, by its real path (a
 // relative FILE, or one reached through a symbolic link, is in the same
 // directory as the writer's).
-func (d *dumper) appending(path string, base int64) bool {
+func (d *dumper) liveness(path string, base int64, named bool) (held, appending bool) {
 	real, err := realPath(path)
 	if err != nil {
-		return false
+		// Gone (retention deleted it since dump listed it): its
+		// directory says.
+		if real, err = realPath(filepath.Dir(path)); err != nil {
+			return false, false
+		}
+		real = filepath.Join(real, filepath.Base(path))
 	}
 	dir := filepath.Dir(real)
 	ld, ok := d.dirs[dir]
 	if !ok {
 		if writerHolds(dir) {
+			ld.held = true
+			ld.newest = math.MaxInt64
 			if pl, err := storage.ListPartition(dir); err == nil && len(pl.Segments) > 0 {
-				ld = liveDir{held: true, newest: pl.Segments[len(pl.Segments)-1]}
+				ld.newest = pl.Segments[len(pl.Segments)-1]
 			}
 		}
 		if d.dirs == nil {
@@ -65,7 +74,23 @@ func (d *dumper) appending(path string, base int64) bool {
 		}
 		d.dirs[dir] = ld
 	}
-	return ld.held && base >= ld.newest
+	return ld.held, ld.held && named && base >= ld.newest
+}
+
+// deleted reports whether the open file f has been removed.
+func deleted(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink == 0
+}
+
+// note tells something on stderr that is no damage.
+func (d *dumper) note(format string, args ...any) {
+	_ = d.w.Flush()
+	fmt.Fprintf(d.stderr, "%s: %s\n", d.name, fmt.Sprintf(format, args...))
 }
 
 // logWalk is a batchWalk over a .log for dump. On the file a writer is
@@ -76,7 +101,8 @@ func (d *dumper) appending(path string, base int64) bool {
 //     stays is damage.
 //   - Damage with nothing after it (zeros follow, or the walk stops
 //     there) is read again from its position over the file as long as it
-//     is by then, after a pause, at most rereads times.
+//     is by then, after a pause: at most rereads pauses in all, so that
+//     a writer appending slowly does not keep dump following it.
 //
 // Either way the walk covers every byte dump read first (up to limit, the
 // file's size when opened); it never goes on to batches that start past
@@ -88,9 +114,8 @@ type logWalk struct {
 	limit int64
 	d     *dumper
 
-	stuckAt  int64 // where the walk last read the file again after a pause
-	tries    int   // times from stuckAt
-	pending  int64 // a reread not yet past (-1: none)
+	pauses   int   // in all: at most rereads
+	pending  int64 // where the last reread started, until a batch there is read (-1: none)
 	resolved int   // damage that was whole batches when read again
 	gaveUp   bool  // the damage just reported stayed through the rereads
 }
@@ -98,7 +123,7 @@ type logWalk struct {
 // newLogWalk walks r, size bytes long, the .log at path; f is the same
 // file when a writer may be appending to it, else nil.
 func (d *dumper) newLogWalk(r io.ReaderAt, size int64, path string, f *os.File) *logWalk {
-	return &logWalk{batchWalk: newBatchWalk(r, size, path), f: f, path: path, limit: size, d: d, stuckAt: -1, pending: -1}
+	return &logWalk{batchWalk: newBatchWalk(r, size, path), f: f, path: path, limit: size, d: d, pending: -1}
 }
 
 // Next advances to the next batch, like batchWalk.Next.
@@ -106,43 +131,29 @@ func (w *logWalk) Next() bool {
 	w.gaveUp = false
 	for {
 		if w.f != nil && w.End() >= w.limit {
-			w.past()
 			return false
 		}
 		if w.batchWalk.Next() {
 			if w.f == nil {
 				return true
 			}
+			whole := w.VerifyErr == nil && w.Pos == w.pending
 			if w.VerifyErr != nil {
 				if w.followed(w.Pos + int64(w.Header.Size())) {
-					w.readBatchAgain()
+					whole = w.readBatchAgain()
 				} else if w.again(w.Pos) {
 					continue
 				}
 			}
-			if w.VerifyErr == nil {
-				w.past()
+			if whole {
+				w.resolved++
 			}
+			w.pending = -1
 			return true
 		}
-		if w.f == nil {
+		if w.f == nil || w.batchWalk.Err() == nil || !w.again(w.End()) {
 			return false
 		}
-		if w.batchWalk.Err() == nil {
-			w.past()
-			return false
-		}
-		if !w.again(w.End()) {
-			return false
-		}
-	}
-}
-
-// past notes that the walk got past a reread, or ended cleanly after it.
-func (w *logWalk) past() {
-	if w.pending >= 0 {
-		w.resolved++
-		w.pending = -1
 	}
 }
 
@@ -154,32 +165,31 @@ func (w *logWalk) followed(pos int64) bool {
 	return len(bytes.TrimLeft(b[:n], "\x00")) > 0
 }
 
-// readBatchAgain reads the current batch again and verifies it; the walk
-// goes on with the batch read before when it is still damaged.
-func (w *logWalk) readBatchAgain() {
+// readBatchAgain reads the current batch again and reports whether it
+// is whole now; the walk goes on with the batch read before when it is
+// still damaged.
+func (w *logWalk) readBatchAgain() bool {
 	b := make([]byte, w.Header.Size())
 	if _, err := w.f.ReadAt(b, w.Pos); err != nil {
-		return
+		return false
 	}
 	if _, err := segment.Verify(b, segment.DefaultLimits); err != nil {
-		return
+		return false
 	}
 	w.Batch, w.VerifyErr = b, nil
-	w.resolved++
+	return true
 }
 
 // again reads the file again from pos, where the walk met damage with
-// nothing after it, after a pause; false once that has been done rereads
-// times at pos.
+// nothing after it, after a pause; false once the walk has paused
+// rereads times (a writer appending slowly must not keep dump following
+// it through its preallocated tail).
 func (w *logWalk) again(pos int64) bool {
-	if pos > w.stuckAt {
-		w.stuckAt, w.tries = pos, 0
-	}
-	if w.tries >= w.d.rereads() {
+	if w.pauses >= w.d.rereads() {
 		w.gaveUp, w.pending = true, -1
 		return false
 	}
-	w.tries++
+	w.pauses++
 	w.d.pause()
 	fi, err := w.f.Stat()
 	if err != nil {
@@ -199,20 +209,22 @@ func (w *logWalk) note() {
 	}
 }
 
-// liveIndexCheck checks the indexes of the .log at path (open as f), which
-// a writer may be appending to, and reports the result. It reads the
-// indexes first and the .log's size after: the writer writes each batch
-// before its index entries, so every entry read names a batch in the file
-// by then, and the check walks the headers of all of them (one the writer
-// is writing at the end stops the walk quietly; the walk of the data
-// reports damage). An entry the writer was storing while dump read it can
-// be torn (a time entry is two stores, which a page fault can part): a
-// check with problems is done again after a pause, three times in all,
-// and the last one reported.
-func (d *dumper) liveIndexCheck(f *os.File, path string, base int64) {
+// liveIndexCheck checks the indexes of the .log at path (open as f) in a
+// directory a writer holds, and reports the result. It reads the indexes
+// first and the .log's size after: the writer writes each batch before
+// its index entries, so every entry read names a batch in the file by
+// then, and the check walks the batches up to that size. Those from
+// verifyFrom on, which the walk of the data did not read, are verified
+// too: an entry naming a damaged batch is reported. A batch the writer is
+// writing at the end stops the walk quietly. An entry the writer (or the
+// seal of a segment it rolled from) was storing while dump read it can be
+// torn (a time entry is two stores, which a page fault can part): a check
+// with problems is done again after a pause, attempts times in all, and
+// the last one reported.
+func (d *dumper) liveIndexCheck(f *os.File, path string, base, verifyFrom int64, attempts int) {
 	var chk *index.Checker
 	var problems []string
-	for attempt := 1; attempt <= liveIndexChecks; attempt++ {
+	for attempt := 1; attempt <= attempts; attempt++ {
 		if attempt > 1 {
 			d.pause()
 		}
@@ -227,10 +239,21 @@ func (d *dumper) liveIndexCheck(f *os.File, path string, base int64) {
 			return
 		}
 		sc := segment.NewScanner(f, fi.Size(), segment.ScanOptions{File: path, Window: 256 << 10})
+		end := int64(0)
 		for sc.Next() {
+			if sc.Pos() >= verifyFrom {
+				b, err := sc.Batch()
+				if err != nil {
+					break
+				}
+				if _, err := segment.Verify(b, segment.DefaultLimits); err != nil {
+					break
+				}
+			}
 			chk.Batch(sc.Pos(), sc.Header().BaseOffset, sc.Header().MaxTimestamp)
+			end = sc.End()
 		}
-		if problems = chk.Finish(sc.End()); len(problems) == 0 {
+		if problems = chk.Finish(end); len(problems) == 0 {
 			break
 		}
 	}
@@ -243,10 +266,10 @@ func (w *logWalk) held() string {
 	if !w.gaveUp {
 		return ""
 	}
-	return fmt.Sprintf(" (a writer holds the partition: read again for %v, this is damage or a batch the writer is still writing)", time.Duration(w.d.rereads())*liveRereadGap)
+	return fmt.Sprintf(" (a writer holds the partition: dump read the end of the file again %s, %v apart; this is damage, or a batch the writer is still writing)", plural(int64(w.pauses), "time"), liveRereadGap)
 }
 
-// rereads is how many times a live walk reads again from one position.
+// rereads is how many times a live walk pauses to read the file again, in all.
 func (d *dumper) rereads() int {
 	if d.liveTries > 0 {
 		return d.liveTries

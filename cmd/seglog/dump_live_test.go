@@ -120,9 +120,12 @@ func dumpWalk(t *testing.T, logPath string, size int64, live bool, o dumpOptions
 		chk = loadIndexChecker(logPath, 0, size)
 	}
 	d, out, errOut := testDumper(o, func() {})
-	d.log(d.newLogWalk(r, size, logPath, lf), 0, true, chk)
+	end := d.log(d.newLogWalk(r, size, logPath, lf), 0, true, chk)
+	if chk != nil {
+		d.indexCheckResult(chk, logPath, chk.Finish(end))
+	}
 	if o.verifyIndex && live {
-		d.liveIndexCheck(f, logPath, 0)
+		d.liveIndexCheck(f, logPath, 0, size, liveIndexChecks)
 	}
 	require.NoError(t, d.w.Flush())
 	return d.problems, out.String(), errOut.String()
@@ -146,8 +149,8 @@ func TestDumpBesideWriter(t *testing.T) {
 	}{
 		{name: "past the end, completes", completes: true, batches: 4, wantStderr: []string{"a writer was appending"}},
 		{name: "into zeros, completes", prealloc: true, completes: true, batches: 4, wantStderr: []string{"a writer was appending"}},
-		{name: "past the end, stays torn", problems: true, batches: 3, wantStderr: []string{"runs past the end of the file (70266) (a writer holds the partition: read again for 60ms"}},
-		{name: "into zeros, stays torn", prealloc: true, problems: true, batches: 4, wantStderr: []string{"checksum mismatch", "(a writer holds the partition: read again for 60ms"}},
+		{name: "past the end, stays torn", problems: true, batches: 3, wantStderr: []string{"runs past the end of the file (70266) (a writer holds the partition: dump read the end of the file again 3 times, 20ms apart;"}},
+		{name: "into zeros, stays torn", prealloc: true, problems: true, batches: 4, wantStderr: []string{"checksum mismatch", "(a writer holds the partition: dump read the end of the file again 3 times, 20ms apart;"}},
 		{name: "garbage past the batch in flight", prealloc: true, completes: true, garbageAt: 1000, problems: true, batches: 4, wantStderr: []string{"unknown version", "a writer holds the partition"}},
 		{name: "nobody holds it", completes: true, unheld: true, problems: true, batches: 3, wantStderr: []string{"runs past the end of the file (70266)\n"}},
 	}
@@ -480,7 +483,9 @@ func TestDumpCopyInHeldRootIsNotLive(t *testing.T) {
 	cpLog := filepath.Join(cp, filepath.Base(p.logPath))
 	d.file(cpLog)
 	require.NoError(t, d.w.Flush())
-	assert.False(t, d.appending(cpLog, 0), "nobody appends to %s", cp)
+	held, appending := d.liveness(cpLog, 0, true)
+	assert.False(t, held, "nobody holds %s", cp)
+	assert.False(t, appending)
 	assert.Equal(t, 1, d.problems, "stderr: %q", errOut)
 }
 

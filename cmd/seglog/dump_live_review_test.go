@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/storage"
+)
+
+// A batch with a bad checksum at the end of the newest .log, with nothing
+// after it, is read again after a pause; the writer appends the next
+// batch meanwhile, so the reread finds it followed, reads it once more,
+// finds it still damaged and reports it. No note says a batch was read
+// again whole.
+func TestDumpBesideWriterNoNoteForDamageThatStayed(t *testing.T) {
+	p := newHeldPartition(t)
+	bad := bytes.Clone(p.batch)
+	bad[len(bad)-1] ^= 0xff // real damage: a flipped byte in the last batch
+	writeAt(t, p.logPath, bad, p.size)
+
+	next, err := segment.AppendBatch(nil, []segment.Record{{Timestamp: fixedTS, Value: []byte("e")}}, segment.EncodeOptions{})
+	require.NoError(t, err)
+	segment.SetBaseOffset(next, 4)
+	pauses := 0
+	d, _, errOut := testDumper(dumpOptions{}, func() {
+		if pauses++; pauses == 1 { // the writer appends after the damaged batch
+			writeAt(t, p.logPath, next, p.size+int64(len(bad)))
+		}
+	})
+	d.file(p.logPath)
+	require.NoError(t, d.w.Flush())
+	require.Equal(t, 1, d.problems, errOut.String())
+	assert.NotContains(t, errOut.String(), "read again once whole",
+		"no batch became whole: the only batch read again is the damaged one, reported")
+}
+
+// A batch in flight at the end of the newest .log whose append failed
+// (ENOSPC): the writer cuts the .log back (cutFailedLocked) during the
+// pause. The reread walk ends cleanly at the cut: no damage, and no note
+// of a batch read again whole, since none was.
+func TestDumpBesideWriterNoNoteAfterCut(t *testing.T) {
+	p := newHeldPartition(t)
+	writeAt(t, p.logPath, p.batch[:len(p.batch)/2], p.size)
+	d, out, errOut := testDumper(dumpOptions{}, func() {
+		require.NoError(t, os.Truncate(p.logPath, p.size)) // the writer's cut
+	})
+	d.file(p.logPath)
+	require.NoError(t, d.w.Flush())
+	assert.Zero(t, d.problems, errOut.String())
+	assert.Equal(t, 3, bytes.Count(out.Bytes(), []byte("baseOffset:")))
+	assert.NotContains(t, errOut.String(), "read again once whole", "the batch in flight was cut, never whole")
+}
+
+// The live index check verifies the batches past the size the data walk
+// read: an offset-index entry naming a damaged batch there is reported.
+// (A writer writes a batch whole before its entries, so a batch that an
+// entry read names can be verified.)
+func TestDumpBesideWriterIndexEntryNamesDamagedBatch(t *testing.T) {
+	p := newHeldPartition(t)
+	read := p.size // the size the data walk read
+	bad := bytes.Clone(p.batch)
+	bad[len(bad)-1] ^= 0xff
+	writeAt(t, p.logPath, bad, p.size)
+
+	idx := siblingPath(p.logPath, segment.IndexSuffix)
+	at := firstZeroEntry(t, idx, index.OffsetEntrySize)
+	e := make([]byte, index.OffsetEntrySize)
+	binary.BigEndian.PutUint32(e[0:], 3)
+	binary.BigEndian.PutUint32(e[4:], uint32(p.size))
+	writeAt(t, idx, e, at)
+	n, out, stderr := dumpWalk(t, p.logPath, read, true, dumpOptions{verifyIndex: true}, nil)
+	t.Logf("stdout:\n%s\nstderr:\n%s", out, stderr)
+	assert.NotZero(t, n, "an index entry names a batch whose checksum does not match; exit 0")
+
+	// Control: the whole file, as dump reads it when it opens it after the append.
+	n, _, stderr = dumpWalk(t, p.logPath, p.size+int64(len(bad)), true, dumpOptions{verifyIndex: true}, nil)
+	assert.NotZero(t, n, stderr)
+}
+
+// A background roll leaves the old segment unsealed; its seal (cut,
+// final time-index entry stored through the map, trims) runs later in the
+// writer's flusher, after dump may have found the segment no longer the
+// newest. A final time entry read while the flusher stores it (timestamp
+// stored, offset not yet) is checked again after a pause, as in the
+// newest segment (TestDumpBesideWriterTornTimeEntry); here it is
+// completed during that pause.
+func TestDumpBesideWriterSealTornTimeEntry(t *testing.T) {
+	l, _ := heldLog(t, storage.Options{}) // default interval: 3 small batches get no entry before the seal
+	for i := range 3 {
+		_, err := l.Append(storage.Record{Timestamp: fixedTS + int64(i), Value: []byte("v")})
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Sync()) // the roll seals at once: no flusher racing this test
+	require.NoError(t, l.Roll())
+	_, err := l.Append(storage.Record{Timestamp: fixedTS + 9, Value: []byte("w")})
+	require.NoError(t, err)
+	segs, err := l.Segments()
+	require.NoError(t, err)
+	require.Len(t, segs, 2)
+	logPath := segs[0].Path
+	tidx := siblingPath(logPath, segment.TimeIndexSuffix)
+	whole, err := os.ReadFile(tidx)
+	require.NoError(t, err)
+	require.Len(t, whole, index.TimeEntrySize, "the seal's final entry {fixedTS+2, offset 2}")
+	final := bytes.Clone(whole)
+	clear(whole[8:]) // the final entry's offset not stored yet
+	require.NoError(t, os.WriteFile(tidx, whole, 0o640))
+
+	pauses := 0
+	d, _, errOut := testDumper(dumpOptions{verifyIndex: true}, func() {
+		if pauses++; pauses == 1 {
+			writeAt(t, tidx, final, 0)
+		}
+	})
+	d.file(logPath)
+	require.NoError(t, d.w.Flush())
+	assert.Zero(t, d.problems, "the writer's flusher was storing the seal's entry: %s", errOut)
+}
+
+// countingFS runs hook at the n-th ReadDir of dir.
+type countingFS struct {
+	vfs.FS
+	dir  string
+	n    int
+	hook func()
+}
+
+func (c *countingFS) ReadDir(name string) ([]os.DirEntry, error) {
+	if filepath.Clean(name) == c.dir {
+		if c.n--; c.n == 0 {
+			c.hook()
+		}
+	}
+	return c.FS.ReadDir(name)
+}
+
+// Retention (DeleteSegmentsBefore, or the store's background deleter)
+// removes the oldest segment after dump --dir listed it: beside the
+// writer that holds the partition that is a note, not damage.
+func TestDumpBesideWriterRetention(t *testing.T) {
+	l, _ := heldLog(t, storage.Options{})
+	for range 3 {
+		_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: []byte("v")})
+		require.NoError(t, err)
+		require.NoError(t, l.Roll())
+	}
+	_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: []byte("v")})
+	require.NoError(t, err)
+	dir, err := realPath(l.Dir())
+	require.NoError(t, err)
+
+	old := vfs.Default
+	t.Cleanup(func() { vfs.Default = old })
+	fired := false
+	vfs.Default = &countingFS{FS: old, dir: dir, n: 3, hook: func() {
+		// After IsPartitionDir and dumpDirFiles' listing: appending's.
+		_, err := l.DeleteSegmentsBefore(1)
+		require.NoError(t, err)
+		fired = true
+	}}
+	r := seglog(t, "", "dump", "--dir", dir)
+	require.True(t, fired)
+	assert.Equal(t, 0, r.code, "retention deleted a listed segment: %s", r.stderr)
+}
+
+// Garbage in the preallocated zero tail of the newest .log (real damage)
+// and a writer appending slowly: each reread finds one more whole batch
+// and the walk moves on, to meet the zeros-then-garbage again. The pauses
+// are bounded for the whole walk (rereads), not per position: dump does
+// not follow the writer through its preallocated tail.
+func TestDumpBesideWriterSlowWriterBounded(t *testing.T) {
+	p := newHeldPartition(t)
+	writeAt(t, p.logPath, make([]byte, 256<<10), p.size)
+	writeAt(t, p.logPath, []byte{0xee}, p.size+256<<10-1) // stray byte at the end of the tail
+	const appends = 500
+	pos, off := p.size, int64(3)
+	pauses := 0
+	d, _, errOut := testDumper(dumpOptions{}, func() {
+		pauses++
+		if off < 3+appends { // the writer appends one small batch per pause
+			b, err := segment.AppendBatch(nil, []segment.Record{{Timestamp: fixedTS, Value: []byte("x")}}, segment.EncodeOptions{})
+			require.NoError(t, err)
+			segment.SetBaseOffset(b, off)
+			writeAt(t, p.logPath, b, pos)
+			pos += int64(len(b))
+			off++
+		}
+	})
+	d.file(p.logPath)
+	require.NoError(t, d.w.Flush())
+	t.Logf("%d pauses (%v at 20 ms each, up to %v if the writer appends every 2 s); problems %d; stderr %q",
+		pauses, time.Duration(pauses)*liveRereadGap, time.Duration(pauses)*2*time.Second, d.problems, errOut.String())
+	assert.NotZero(t, d.problems)
+	assert.LessOrEqual(t, pauses, 2*d.rereads(), "rereads of one piece of damage")
+}

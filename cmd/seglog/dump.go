@@ -35,12 +35,13 @@ stderr with the file and byte position; the exit code is then 1.
 
 Beside a running writer (a broker, seglog produce): in the newest .log of
 a partition it holds, a batch it is appending while dump reads it is read
-again, for up to 2s in all, until it is whole (stderr notes that); damage
-that stays is reported (at the end of the data, saying that the partition
-is held). --verify-index there checks the indexes against the batches in
-the file after it read them, again, up to 3 times, while it finds
-problems: an entry can be read while the writer stores it. A segment that
-retention deleted since dump listed it is a note, not damage.
+again, for up to 2s for each file, until it is whole (stderr notes that);
+damage that stays is reported (at the end of the data, saying that the
+partition is held). --verify-index there checks the indexes against the
+batches in the file after it read them, again, up to 3 times, while it
+finds problems: an entry can be read while the writer stores it. A
+segment older than every segment there, missing because retention
+deleted it, is a note, not damage.
 
 --json prints one JSON object per line instead, with a "type" field:
 "batch", "record", "offset_index_entry", "time_index_entry", "index_check"
@@ -202,8 +203,8 @@ func (d *dumper) file(path string) {
 		held, appending := d.liveness(path, base, named)
 		f, size, err := openLogFile(path)
 		if err != nil {
-			if held && errors.Is(err, fs.ErrNotExist) {
-				d.note("%s: deleted by the writer (retention) since dump listed it", path)
+			if held && named && errors.Is(err, fs.ErrNotExist) && d.retired(path, base) {
+				d.note("%s: deleted by the writer's retention (every segment there now is newer)", path)
 				return
 			}
 			d.problem(path, -1, err.Error())
@@ -228,7 +229,7 @@ func (d *dumper) file(path string) {
 		case held && deleted(f):
 			d.note("%s: deleted by the writer (retention) while dump read it: its indexes are not checked", path)
 		case live != nil:
-			d.liveIndexCheck(f, path, base, size, liveIndexChecks)
+			d.liveIndexCheck(f, path, base, end, true, liveIndexChecks)
 		default:
 			d.finishIndexCheck(chk, f, path, base, end, held)
 		}
@@ -313,7 +314,7 @@ func (d *dumper) finishIndexCheck(chk *index.Checker, f *os.File, path string, b
 	problems := chk.Finish(end)
 	if len(problems) > 0 && held {
 		d.pause()
-		d.liveIndexCheck(f, path, base, end, liveIndexChecks-1)
+		d.liveIndexCheck(f, path, base, end, false, liveIndexChecks-1)
 		return
 	}
 	d.indexCheckResult(chk, path, problems)
@@ -382,17 +383,23 @@ func (d *dumper) verifyIndexOf(path string) {
 		return
 	}
 	logPath := siblingPath(path, segment.LogSuffix)
-	held, _ := d.liveness(logPath, base, true)
+	held, appending := d.liveness(logPath, base, true)
 	f, size, err := openLogFile(logPath)
 	if err != nil {
 		d.problem(logPath, -1, fmt.Sprintf("--verify-index of %s needs its log: %v", path, err))
 		return
 	}
 	defer f.Close()
-	if held {
-		// The writer may be appending, or sealing a segment it rolled
-		// from: the check that reads the indexes before the log.
-		d.liveIndexCheck(f, logPath, base, 0, liveIndexChecks)
+	if appending {
+		// Its end is read as dump of the .log reads it: a batch being
+		// appended is read again.
+		s := d.newLogWalk(f, size, logPath, f)
+		for s.Next() {
+		}
+		if err := s.Err(); err != nil {
+			d.problem(logPath, s.End(), fmt.Sprintf("%v (the log is damaged: entries after byte %d cannot be checked)%s", err, s.End(), s.held()))
+		}
+		d.liveIndexCheck(f, logPath, base, s.End(), true, liveIndexChecks)
 		return
 	}
 	chk := loadIndexChecker(logPath, base, size)
@@ -403,7 +410,7 @@ func (d *dumper) verifyIndexOf(path string) {
 	if err := s.Err(); err != nil {
 		chk.Problemf("%v (the log is damaged: entries after byte %d cannot be checked)", err, s.End())
 	}
-	d.indexCheckResult(chk, logPath, chk.Finish(s.End()))
+	d.finishIndexCheck(chk, f, logPath, base, s.End(), held)
 }
 
 type offsetEntryJSON struct {

@@ -77,6 +77,19 @@ func (d *dumper) liveness(path string, base int64, named bool) (held, appending 
 	return ld.held, ld.held && named && base >= ld.newest
 }
 
+// retired reports whether the segment with base offset base, whose .log
+// at path is missing, is one that retention deleted: retention deletes
+// the oldest segments and never the newest, so every segment of the
+// directory now is newer.
+func (d *dumper) retired(path string, base int64) bool {
+	dir, err := realPath(filepath.Dir(path))
+	if err != nil {
+		return false
+	}
+	pl, err := storage.ListPartition(dir)
+	return err == nil && len(pl.Segments) > 0 && pl.Segments[0] > base
+}
+
 // deleted reports whether the open file f has been removed.
 func deleted(f *os.File) bool {
 	fi, err := f.Stat()
@@ -213,20 +226,27 @@ func (w *logWalk) note() {
 // directory a writer holds, and reports the result. It reads the indexes
 // first and the .log's size after: the writer writes each batch before
 // its index entries, so every entry read names a batch in the file by
-// then, and the check walks the batches up to that size. Those from
-// verifyFrom on, which the walk of the data did not read, are verified
-// too: an entry naming a damaged batch is reported. A batch the writer is
-// writing at the end stops the walk quietly. An entry the writer (or the
-// seal of a segment it rolled from) was storing while dump read it can be
-// torn (a time entry is two stores, which a page fault can part): a check
-// with problems is done again after a pause, attempts times in all, and
-// the last one reported.
-func (d *dumper) liveIndexCheck(f *os.File, path string, base, verifyFrom int64, attempts int) {
+// then, and the check walks the batches up to that size, verifying those
+// from verifyFrom on (the walk of the data read the ones before). In the
+// segment being appended to (appending), a batch the writer is writing at
+// the end stops the walk quietly: the walk of the data reports damage
+// there, and what lies past it was written after dump began. Elsewhere
+// damage in the log is a problem of the check. An entry the writer (or
+// the seal of a segment it rolled from) was storing while dump read it
+// can be torn (a time entry is two stores, which a page fault can part):
+// a check with problems is done again after a pause, attempts times in
+// all, and the last one reported. A segment that retention deleted
+// meanwhile is a note.
+func (d *dumper) liveIndexCheck(f *os.File, path string, base, verifyFrom int64, appending bool, attempts int) {
 	var chk *index.Checker
 	var problems []string
 	for attempt := 1; attempt <= attempts; attempt++ {
 		if attempt > 1 {
 			d.pause()
+		}
+		if deleted(f) {
+			d.note("%s: deleted by the writer (retention) while dump read it: its indexes are not checked", path)
+			return
 		}
 		fi, err := f.Stat()
 		if err != nil {
@@ -238,22 +258,20 @@ func (d *dumper) liveIndexCheck(f *os.File, path string, base, verifyFrom int64,
 			d.problem(path, -1, fileErr(path, err).Error())
 			return
 		}
-		sc := segment.NewScanner(f, fi.Size(), segment.ScanOptions{File: path, Window: 256 << 10})
-		end := int64(0)
-		for sc.Next() {
-			if sc.Pos() >= verifyFrom {
-				b, err := sc.Batch()
-				if err != nil {
-					break
+		w := newBatchWalk(f, fi.Size(), path)
+		for w.Next() {
+			if w.Pos >= verifyFrom && w.VerifyErr != nil {
+				if !appending {
+					chk.Problemf("%s at byte %d: batch at offset %d: %v", path, w.Pos, w.Header.BaseOffset, w.VerifyErr)
 				}
-				if _, err := segment.Verify(b, segment.DefaultLimits); err != nil {
-					break
-				}
+				break
 			}
-			chk.Batch(sc.Pos(), sc.Header().BaseOffset, sc.Header().MaxTimestamp)
-			end = sc.End()
+			chk.Batch(w.Pos, w.Header.BaseOffset, w.Header.MaxTimestamp)
 		}
-		if problems = chk.Finish(end); len(problems) == 0 {
+		if err := w.Err(); err != nil && !appending {
+			chk.Problemf("%v (the log is damaged: entries after byte %d cannot be checked)", err, w.End())
+		}
+		if problems = chk.Finish(w.End()); len(problems) == 0 {
 			break
 		}
 	}

@@ -148,16 +148,7 @@ func (c *countingFS) ReadDir(name string) ([]os.DirEntry, error) {
 // removes the oldest segment after dump --dir listed it: beside the
 // writer that holds the partition that is a note, not damage.
 func TestDumpBesideWriterRetention(t *testing.T) {
-	l, _ := heldLog(t, storage.Options{})
-	for range 3 {
-		_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: []byte("v")})
-		require.NoError(t, err)
-		require.NoError(t, l.Roll())
-	}
-	_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: []byte("v")})
-	require.NoError(t, err)
-	dir, err := realPath(l.Dir())
-	require.NoError(t, err)
+	l, dir := fourSegments(t)
 
 	old := vfs.Default
 	t.Cleanup(func() { vfs.Default = old })
@@ -202,4 +193,179 @@ func TestDumpBesideWriterSlowWriterBounded(t *testing.T) {
 		pauses, time.Duration(pauses)*liveRereadGap, time.Duration(pauses)*2*time.Second, d.problems, errOut.String())
 	assert.NotZero(t, d.problems)
 	assert.LessOrEqual(t, pauses, 2*d.rereads(), "rereads of one piece of damage")
+}
+
+// An index entry naming a damaged batch that the writer appended after
+// the data walk ended (past the end of the file, or into the preallocated
+// tail, where the walk stopped at the zeros) is reported.
+func TestDumpBesideWriterEntryNamesDamagedBatchPastWalk(t *testing.T) {
+	for _, prealloc := range []bool{false, true} {
+		name := map[bool]string{false: "past the end", true: "into the preallocated tail"}[prealloc]
+		t.Run(name, func(t *testing.T) {
+			p := newHeldPartition(t)
+			if prealloc {
+				writeAt(t, p.logPath, make([]byte, 256<<10), p.size)
+			}
+			f, err := os.Open(p.logPath)
+			require.NoError(t, err)
+			defer f.Close()
+			fi, err := f.Stat()
+			require.NoError(t, err)
+			size := fi.Size() // what d.file's openLogFile reads
+
+			d, _, errOut := testDumper(dumpOptions{verifyIndex: true}, func() {})
+			end := d.log(d.newLogWalk(f, size, p.logPath, f), 0, true, nil)
+			require.Equal(t, p.size, end, "the data walk ends at the end of the data")
+
+			// After the walk, before the index check: a batch with a flipped
+			// byte where the writer appends, and an offset entry naming it.
+			bad := bytes.Clone(p.batch)
+			bad[len(bad)-1] ^= 0xff
+			writeAt(t, p.logPath, bad, p.size)
+			idx := siblingPath(p.logPath, segment.IndexSuffix)
+			e := make([]byte, index.OffsetEntrySize)
+			binary.BigEndian.PutUint32(e[0:], 3)
+			binary.BigEndian.PutUint32(e[4:], uint32(p.size))
+			writeAt(t, idx, e, firstZeroEntry(t, idx, index.OffsetEntrySize))
+
+			d.liveIndexCheck(f, p.logPath, 0, end, true, liveIndexChecks) // as d.file does
+			require.NoError(t, d.w.Flush())
+			assert.NotZero(t, d.problems, "an index entry names a batch whose checksum does not match; stderr %q", errOut)
+		})
+	}
+}
+
+// --verify-index of an .index FILE in a held directory reports damage in
+// its .log that no writer can have left: bytes after a sealed segment's
+// data, or after the newest one's.
+func TestDumpIndexFileReportsLogDamageInSealedSegment(t *testing.T) {
+	_, segs := rolledLog(t)
+	require.Len(t, segs, 2)
+	logPath := segs[0].Path
+	fi, err := os.Stat(logPath)
+	require.NoError(t, err)
+	writeAt(t, logPath, bytes.Repeat([]byte{0xee}, 100), fi.Size()) // not a batch
+
+	idx := siblingPath(logPath, segment.IndexSuffix)
+	cp := filepath.Join(t.TempDir(), "orders-0")
+	require.NoError(t, os.MkdirAll(cp, 0o750))
+	copySegment(t, logPath, cp)
+	unheld := seglog(t, "", "dump", "--verify-index", filepath.Join(cp, filepath.Base(idx)))
+	require.Equal(t, 1, unheld.code, "control: nobody holds the copy: %s", unheld.stderr)
+
+	held := seglog(t, "", "dump", "--verify-index", idx)
+	assert.Equal(t, 1, held.code, "held: the same damage passes; stdout %q stderr %q", held.stdout, held.stderr)
+}
+
+// A missing .log in a held directory is retention's doing only when every
+// segment there now is newer: a hole between segments, or a FILE newer
+// than the newest, is reported.
+func TestDumpMissingSegmentIsNotAlwaysRetention(t *testing.T) {
+	t.Run("hole in --dir", func(t *testing.T) {
+		l, dir := fourSegments(t)
+		segs, err := l.Segments()
+		require.NoError(t, err)
+		require.Len(t, segs, 4)
+		old := vfs.Default
+		t.Cleanup(func() { vfs.Default = old })
+		fired := false
+		vfs.Default = &countingFS{FS: old, dir: dir, n: 3, hook: func() {
+			// After dump listed the segments: segment 1 goes, segment 0 stays.
+			for _, suf := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+				require.NoError(t, os.Remove(siblingPath(segs[1].Path, suf)))
+			}
+			fired = true
+		}}
+		r := seglog(t, "", "dump", "--dir", dir)
+		require.True(t, fired)
+		_, err = os.Stat(segs[0].Path)
+		require.NoError(t, err, "the older segment is still there: no retention")
+		t.Logf("stderr: %s", r.stderr)
+		assert.Equal(t, 1, r.code, "segment 1 missing between segments 0 and 2")
+	})
+	t.Run("FILE newer than the newest segment", func(t *testing.T) {
+		_, dir := fourSegments(t)
+		typo := filepath.Join(dir, segment.FileName(999, segment.LogSuffix))
+		r := seglog(t, "", "dump", typo)
+		t.Logf("stderr: %s", r.stderr)
+		assert.Equal(t, 1, r.code, "never existed; not retention")
+		cp := filepath.Join(t.TempDir(), "orders-0")
+		require.NoError(t, os.MkdirAll(cp, 0o750))
+		r = seglog(t, "", "dump", filepath.Join(cp, segment.FileName(999, segment.LogSuffix)))
+		assert.Equal(t, 1, r.code, "control, unheld")
+	})
+}
+
+// Retention deleting a segment while its index check pauses before a
+// second look is a note, not missing files.
+func TestDumpBesideWriterRetentionDuringIndexRetry(t *testing.T) {
+	l, segs := rolledLog(t)
+	logPath := segs[0].Path
+	tidx := siblingPath(logPath, segment.TimeIndexSuffix)
+	whole, err := os.ReadFile(tidx)
+	require.NoError(t, err)
+	clear(whole[8:]) // the seal's final entry being stored
+	require.NoError(t, os.WriteFile(tidx, whole, 0o640))
+
+	pauses := 0
+	d, _, errOut := testDumper(dumpOptions{verifyIndex: true}, func() {
+		if pauses++; pauses == 1 {
+			_, err := l.DeleteSegmentsBefore(3) // retention
+			require.NoError(t, err)
+		}
+	})
+	d.file(logPath)
+	require.NoError(t, d.w.Flush())
+	assert.Zero(t, d.problems, "retention deleted the segment during the retry: %s", errOut)
+}
+
+func TestDumpIndexFileReportsLogDamageInNewestSegment(t *testing.T) {
+	p := newHeldPartition(t)
+	writeAt(t, p.logPath, bytes.Repeat([]byte{0xee}, 100), p.size)
+	idx := siblingPath(p.logPath, segment.IndexSuffix)
+	cp := filepath.Join(t.TempDir(), "orders-0")
+	require.NoError(t, os.MkdirAll(cp, 0o750))
+	copySegment(t, p.logPath, cp)
+	unheld := seglog(t, "", "dump", "--verify-index", filepath.Join(cp, filepath.Base(idx)))
+	require.Equal(t, 1, unheld.code, "control: nobody holds the copy: %s", unheld.stderr)
+	held := seglog(t, "", "dump", "--verify-index", idx)
+	assert.Equal(t, 1, held.code, "held: stderr %q", held.stderr)
+	// The .log itself, held: reported after the rereads.
+	r := seglog(t, "", "dump", p.logPath)
+	t.Logf(".log held: code %d stderr %q", r.code, r.stderr)
+}
+
+// rolledLog returns a held log of two segments: three batches of
+// increasing timestamps, synced, rolled and sealed, then one more batch.
+func rolledLog(t *testing.T) (*storage.Log, []storage.SegmentInfo) {
+	t.Helper()
+	l, _ := heldLog(t, storage.Options{})
+	for i := range 3 {
+		_, err := l.Append(storage.Record{Timestamp: fixedTS + int64(i), Value: []byte("v")})
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Sync())
+	require.NoError(t, l.Roll())
+	_, err := l.Append(storage.Record{Timestamp: fixedTS + 9, Value: []byte("w")})
+	require.NoError(t, err)
+	segs, err := l.Segments()
+	require.NoError(t, err)
+	return l, segs
+}
+
+// fourSegments returns a held log of four segments of one batch each, and
+// its directory's real path.
+func fourSegments(t *testing.T) (*storage.Log, string) {
+	t.Helper()
+	l, _ := heldLog(t, storage.Options{})
+	for range 3 {
+		_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: []byte("v")})
+		require.NoError(t, err)
+		require.NoError(t, l.Roll())
+	}
+	_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: []byte("v")})
+	require.NoError(t, err)
+	dir, err := realPath(l.Dir())
+	require.NoError(t, err)
+	return l, dir
 }

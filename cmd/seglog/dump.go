@@ -227,7 +227,7 @@ func (d *dumper) file(path string) {
 		switch {
 		case !d.o.verifyIndex || !named:
 		case held && deleted(f):
-			d.note("%s: deleted by the writer (retention) while dump read it: its indexes are not checked", path)
+			d.gone(path, base)
 		case live != nil:
 			d.liveIndexCheck(f, path, base, end, true, liveIndexChecks)
 		default:

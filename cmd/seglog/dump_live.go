@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -78,16 +80,31 @@ func (d *dumper) liveness(path string, base int64, named bool) (held, appending 
 }
 
 // retired reports whether the segment with base offset base, whose .log
-// at path is missing, is one that retention deleted: retention deletes
-// the oldest segments and never the newest, so every segment of the
-// directory now is newer.
+// at path is missing, is one that retention deleted: its name is gone,
+// and, since retention deletes the oldest segments and never the newest,
+// every segment of the directory now is newer.
 func (d *dumper) retired(path string, base int64) bool {
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
 	dir, err := realPath(filepath.Dir(path))
 	if err != nil {
 		return false
 	}
 	pl, err := storage.ListPartition(dir)
 	return err == nil && len(pl.Segments) > 0 && pl.Segments[0] > base
+}
+
+// gone tells about the segment whose .log at path (base offset base) was
+// deleted while dump read it: a note when retention deleted it, else a
+// problem. It reports whether that was a problem.
+func (d *dumper) gone(path string, base int64) bool {
+	if d.retired(path, base) {
+		d.note("%s: deleted by the writer's retention while dump read it: its indexes are not checked", path)
+		return false
+	}
+	d.problem(path, -1, fmt.Sprintf("%s: deleted while dump read it, but not by retention (an older segment is still there)", path))
+	return true
 }
 
 // deleted reports whether the open file f has been removed.
@@ -235,8 +252,8 @@ func (w *logWalk) note() {
 // the seal of a segment it rolled from) was storing while dump read it
 // can be torn (a time entry is two stores, which a page fault can part):
 // a check with problems is done again after a pause, attempts times in
-// all, and the last one reported. A segment that retention deleted
-// meanwhile is a note.
+// all, and the last one reported. A segment deleted meanwhile is a note
+// when retention deleted it (see gone).
 func (d *dumper) liveIndexCheck(f *os.File, path string, base, verifyFrom int64, appending bool, attempts int) {
 	var chk *index.Checker
 	var problems []string
@@ -245,7 +262,9 @@ func (d *dumper) liveIndexCheck(f *os.File, path string, base, verifyFrom int64,
 			d.pause()
 		}
 		if deleted(f) {
-			d.note("%s: deleted by the writer (retention) while dump read it: its indexes are not checked", path)
+			if d.gone(path, base) && chk != nil {
+				d.indexCheckResult(chk, path, problems)
+			}
 			return
 		}
 		fi, err := f.Stat()
@@ -259,10 +278,17 @@ func (d *dumper) liveIndexCheck(f *os.File, path string, base, verifyFrom int64,
 			return
 		}
 		w := newBatchWalk(f, fi.Size(), path)
-		for w.Next() {
-			if w.Pos >= verifyFrom && w.VerifyErr != nil {
+		for next := base; w.Next(); next = w.Header.NextOffset() {
+			if w.Pos >= verifyFrom && (w.VerifyErr != nil || w.Header.BaseOffset != next) {
+				// Not a batch the writer appended after the walk of
+				// the data: entries naming it, or later ones, are not
+				// matched.
 				if !appending {
-					chk.Problemf("%s at byte %d: batch at offset %d: %v", path, w.Pos, w.Header.BaseOffset, w.VerifyErr)
+					why := fmt.Sprintf("base offset %d, expected %d", w.Header.BaseOffset, next)
+					if w.VerifyErr != nil {
+						why = w.VerifyErr.Error()
+					}
+					chk.Problemf("%s at byte %d: batch at offset %d: %s (entries after it cannot be checked)", path, w.Pos, w.Header.BaseOffset, why)
 				}
 				break
 			}

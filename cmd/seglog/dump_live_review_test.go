@@ -354,13 +354,15 @@ func rolledLog(t *testing.T) (*storage.Log, []storage.SegmentInfo) {
 }
 
 // fourSegments returns a held log of four segments of one batch each, and
-// its directory's real path.
+// its directory's real path. Each segment is synced before the roll, so
+// that the roll seals it at once (no seal runs in the background later).
 func fourSegments(t *testing.T) (*storage.Log, string) {
 	t.Helper()
 	l, _ := heldLog(t, storage.Options{})
 	for range 3 {
 		_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: []byte("v")})
 		require.NoError(t, err)
+		require.NoError(t, l.Sync())
 		require.NoError(t, l.Roll())
 	}
 	_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: []byte("v")})
@@ -368,4 +370,95 @@ func fourSegments(t *testing.T) (*storage.Log, string) {
 	dir, err := realPath(l.Dir())
 	require.NoError(t, err)
 	return l, dir
+}
+
+// A middle segment (older and newer ones stay) with a damaged time index,
+// its files removed while dump pauses before the second look of the index
+// check: neither retention (oldest first) nor a truncation (everything
+// after the cut) deletes a segment between two that stay, so that is a
+// problem, and so is the damage found before.
+func TestDumpSegmentDeletedNotByRetention(t *testing.T) {
+	l, dir := fourSegments(t)
+	segs, err := l.Segments()
+	require.NoError(t, err)
+	require.Len(t, segs, 4)
+	mid := segs[1].Path
+	tidx := siblingPath(mid, segment.TimeIndexSuffix)
+	b, err := os.ReadFile(tidx)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(b), index.TimeEntrySize)
+	binary.BigEndian.PutUint64(b[0:], binary.BigEndian.Uint64(b[0:])+5) // wrong timestamp: damage
+	require.NoError(t, os.WriteFile(tidx, b, 0o640))
+
+	cp := filepath.Join(t.TempDir(), "orders-0")
+	require.NoError(t, os.MkdirAll(cp, 0o750))
+	for _, s := range segs {
+		copySegment(t, s.Path, cp)
+	}
+	unheld := seglog(t, "", "dump", "--verify-index", filepath.Join(cp, filepath.Base(mid)))
+	require.Equal(t, 1, unheld.code, "control, a copy: %s", unheld.stderr)
+
+	d, _, errOut := testDumper(dumpOptions{verifyIndex: true}, func() {
+		for _, suf := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+			_ = os.Remove(siblingPath(mid, suf)) // not retention: segment 0 stays
+		}
+	})
+	d.file(mid)
+	require.NoError(t, d.w.Flush())
+	_, err = os.Stat(segs[0].Path)
+	require.NoError(t, err, "the oldest segment is still there")
+	t.Logf("dir %s\nstderr: %s", dir, errOut)
+	assert.NotZero(t, d.problems, "index damage of a segment deleted between two that stay is hidden")
+}
+
+// A dangling symbolic link named like a segment older than every segment
+// there is no segment retention deleted: its name is still there.
+func TestDumpDanglingSymlinkIsNotRetention(t *testing.T) {
+	l, dir := fourSegments(t)
+	_, err := l.DeleteSegmentsBefore(1) // real retention of segment 0
+	require.NoError(t, err)
+	name := segment.FileName(0, segment.LogSuffix)
+	require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "gone.log"), filepath.Join(dir, name)))
+
+	cp := filepath.Join(t.TempDir(), "orders-0")
+	require.NoError(t, os.MkdirAll(cp, 0o750))
+	require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "gone.log"), filepath.Join(cp, name)))
+	unheld := seglog(t, "", "dump", filepath.Join(cp, name))
+	require.Equal(t, 1, unheld.code, "control, a copy: %s", unheld.stderr)
+
+	held := seglog(t, "", "dump", filepath.Join(dir, name))
+	t.Logf("held: code %d stderr %q", held.code, held.stderr)
+	assert.Equal(t, 1, held.code, "a dangling link is no segment retention deleted")
+}
+
+// An index entry naming a batch past the data walk whose base offset
+// skips ahead (no writer does that; the checksum does not cover the base
+// offset) is reported.
+func TestDumpBesideWriterEntryNamesOutOfSequenceBatch(t *testing.T) {
+	p := newHeldPartition(t)
+	f, err := os.Open(p.logPath)
+	require.NoError(t, err)
+	defer f.Close()
+	d, _, errOut := testDumper(dumpOptions{verifyIndex: true}, func() {})
+	end := d.log(d.newLogWalk(f, p.size, p.logPath, f), 0, true, nil)
+	require.Equal(t, p.size, end)
+
+	segment.SetBaseOffset(p.batch, 7) // no writer skips offsets 3..6
+	writeAt(t, p.logPath, p.batch, p.size)
+	idx := siblingPath(p.logPath, segment.IndexSuffix)
+	e := make([]byte, index.OffsetEntrySize)
+	binary.BigEndian.PutUint32(e[0:], 7)
+	binary.BigEndian.PutUint32(e[4:], uint32(p.size))
+	writeAt(t, idx, e, firstZeroEntry(t, idx, index.OffsetEntrySize))
+
+	cp := filepath.Join(t.TempDir(), "orders-0")
+	require.NoError(t, os.MkdirAll(cp, 0o750))
+	copySegment(t, p.logPath, cp)
+	unheld := seglog(t, "", "dump", "--verify-index", filepath.Join(cp, filepath.Base(p.logPath)))
+	require.Equal(t, 1, unheld.code, "control, a copy: %s", unheld.stderr)
+
+	d.liveIndexCheck(f, p.logPath, 0, end, true, liveIndexChecks) // as d.file does
+	require.NoError(t, d.w.Flush())
+	t.Logf("copy stderr: %s\nheld stderr: %s", unheld.stderr, errOut)
+	assert.NotZero(t, d.problems, "an entry names a batch out of sequence")
 }

@@ -246,9 +246,10 @@ func (w *logWalk) note() {
 // then, and the check walks the batches up to that size, verifying those
 // from verifyFrom on (the walk of the data read the ones before). In the
 // segment being appended to (appending), a batch the writer is writing at
-// the end stops the walk quietly: the walk of the data reports damage
-// there, and what lies past it was written after dump began. Elsewhere
-// damage in the log is a problem of the check. An entry the writer (or
+// the end stops the walk quietly: the walk of the data reports damage in
+// what it read, and what lies past that was written after it (the next
+// dump reads it); only index entries naming those bytes are judged here.
+// Elsewhere damage in the log is a problem of the check. An entry the writer (or
 // the seal of a segment it rolled from) was storing while dump read it
 // can be torn (a time entry is two stores, which a page fault can part):
 // a check with problems is done again after a pause, attempts times in

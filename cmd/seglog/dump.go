@@ -166,7 +166,7 @@ type dumper struct {
 	name     string
 	problems int
 
-	dirs      map[string]liveDir // see appending
+	dirs      map[string]liveDir // by real path; see liveness
 	liveTries int                // pauses of a live walk (0: liveRereads)
 	livePause func()             // waits before a reread (nil: liveRereadGap)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 )
@@ -52,11 +53,11 @@ type liveDir struct {
 // relative FILE, or one reached through a symbolic link, is in the same
 // directory as the writer's).
 func (d *dumper) liveness(path string, base int64, named bool) (held, appending bool) {
-	real, err := realPath(path)
+	real, err := vfs.RealPath(path)
 	if err != nil {
 		// Gone (retention deleted it since dump listed it): its
 		// directory says.
-		if real, err = realPath(filepath.Dir(path)); err != nil {
+		if real, err = vfs.RealPath(filepath.Dir(path)); err != nil {
 			return false, false
 		}
 		real = filepath.Join(real, filepath.Base(path))
@@ -87,7 +88,7 @@ func (d *dumper) retired(path string, base int64) bool {
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 		return false
 	}
-	dir, err := realPath(filepath.Dir(path))
+	dir, err := vfs.RealPath(filepath.Dir(path))
 	if err != nil {
 		return false
 	}
@@ -234,8 +235,7 @@ func (w *logWalk) again(pos int64) bool {
 // writing them were read again, whole.
 func (w *logWalk) note() {
 	if w.resolved > 0 {
-		_ = w.d.w.Flush()
-		fmt.Fprintf(w.d.stderr, "%s: %s: a writer was appending while dump read it: %s read again once whole\n", w.d.name, w.path, plural(int64(w.resolved), "batch"))
+		w.d.note("%s: a writer was appending while dump read it: %s read again once whole", w.path, plural(int64(w.resolved), "batch"))
 	}
 }
 
@@ -249,12 +249,12 @@ func (w *logWalk) note() {
 // the end stops the walk quietly: the walk of the data reports damage in
 // what it read, and what lies past that was written after it (the next
 // dump reads it); only index entries naming those bytes are judged here.
-// Elsewhere damage in the log is a problem of the check. An entry the writer (or
-// the seal of a segment it rolled from) was storing while dump read it
-// can be torn (a time entry is two stores, which a page fault can part):
-// a check with problems is done again after a pause, attempts times in
-// all, and the last one reported. A segment deleted meanwhile is a note
-// when retention deleted it (see gone).
+// Elsewhere damage in the log is a problem of the check. An entry the
+// writer (or the seal of a segment it rolled from) was storing while dump
+// read it can be torn (a time entry is two stores, which a page fault can
+// part): a check with problems is done again after a pause, attempts
+// times in all, and the last one reported. A segment deleted meanwhile is
+// a note when retention deleted it (see gone).
 func (d *dumper) liveIndexCheck(f *os.File, path string, base, verifyFrom int64, appending bool, attempts int) {
 	var chk *index.Checker
 	var problems []string

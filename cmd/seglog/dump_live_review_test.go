@@ -367,7 +367,7 @@ func fourSegments(t *testing.T) (*storage.Log, string) {
 	}
 	_, err := l.Append(storage.Record{Timestamp: fixedTS, Value: []byte("v")})
 	require.NoError(t, err)
-	dir, err := realPath(l.Dir())
+	dir, err := vfs.RealPath(l.Dir())
 	require.NoError(t, err)
 	return l, dir
 }

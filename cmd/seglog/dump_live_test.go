@@ -607,7 +607,7 @@ func TestDumpBesideWriterRollBeforeSize(t *testing.T) {
 	segs, err := l.Segments()
 	require.NoError(t, err)
 	logPath := segs[len(segs)-1].Path
-	dir, _ := realPath(filepath.Dir(logPath))
+	dir, _ := vfs.RealPath(filepath.Dir(logPath))
 
 	old := vfs.Default
 	t.Cleanup(func() { vfs.Default = old })

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 )
 
@@ -229,7 +230,7 @@ func (b readerAtBytes) ReadAt(p []byte, off int64) (int, error) {
 // dirName returns the name of directory dir itself: that of the working
 // directory for ".", that of the directory a symbolic link leads to.
 func dirName(dir string) string {
-	if real, err := realPath(dir); err == nil {
+	if real, err := vfs.RealPath(dir); err == nil {
 		return filepath.Base(real)
 	}
 	return filepath.Base(filepath.Clean(dir))

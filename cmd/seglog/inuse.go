@@ -65,7 +65,7 @@ func probeLock(lockPath string) bool {
 // symbolic links resolved first ("." inside a partition, or a link to it,
 // names the same directory as the writer's path).
 func writerHolds(dir string) bool {
-	real, err := realPath(dir)
+	real, err := vfs.RealPath(dir)
 	if err != nil {
 		return false
 	}
@@ -77,7 +77,3 @@ func writerHolds(dir string) bool {
 	_, _, ok := storage.ParsePartitionDir(filepath.Base(real))
 	return ok && inUse(filepath.Dir(real))
 }
-
-// realPath returns path made absolute, with its symbolic links resolved
-// as the kernel resolves them (vfs.RealPath).
-func realPath(path string) (string, error) { return vfs.RealPath(path) }

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs"
 )
 
 // DurableSync appends with the log's default sync policy (SyncNever: no

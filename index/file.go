@@ -12,7 +12,7 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 const (

@@ -3,7 +3,7 @@ package index
 import (
 	"os"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Options configure how an index file is opened.

@@ -2,7 +2,7 @@
 // consumer group, per topic-partition, the next offset the group will read
 // (Kafka's convention) and an optional metadata string.
 //
-// It depends on nothing of seglog but internal/vfs, through which every file
+// It depends on nothing of seglog but vfs, through which every file
 // operation goes. The retention cleaner asks it MinCommitted and Readers.
 //
 // # Model

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seglog/seglog/internal/vfs/faultfs"
+	"github.com/seglog/seglog/vfs/faultfs"
 )
 
 // TestFailedSyncIsNotVisible: a write whose fsync fails must not show in

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // DirName is the name of the offset store's directory in a seglog data

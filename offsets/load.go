@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // loaded is a state read from the directory, and the journal to append to

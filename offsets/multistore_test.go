@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/internal/vfs/faultfs"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/faultfs"
 )
 
 // Two Stores open on one directory in one process behave as two processes

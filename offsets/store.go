@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // SyncPolicy says when commits are fsynced. Its names and order are

@@ -8,9 +8,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Names inside a LogStore's directory.

@@ -6,9 +6,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs"
 )
 
 // DefaultSegmentBytes is the segment size a LogStore uses unless

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

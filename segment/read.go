@@ -9,7 +9,7 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // logReader reads the .log through pread (from the map when there is

@@ -11,7 +11,7 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 	"github.com/seglog/seglog/index"
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // File name suffixes of a segment's files.

@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/seglog/seglog/index"
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // noteBatch updates the writer's view after a batch at the end.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Record is one record to append or one record read. Timestamps are

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs/crashfs"
+	"github.com/seglog/seglog/vfs/crashfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

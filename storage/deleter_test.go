@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/internal/vfs/crashfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/crashfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"

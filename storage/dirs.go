@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
 )
 
 // This file exports the package's reading of directories for tools (seglog

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/internal/vfs/faultfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/faultfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

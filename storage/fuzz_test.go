@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Fuzz targets for every small file the log reads back from disk. Each

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
 )
 
 func (l *Log) load() error {

@@ -3,8 +3,8 @@ package storage
 import (
 	"path/filepath"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
 )
 
 // prefetchTail is how much of the end of the active segment's .log an

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Idempotent appends. A batch with a producer id (segment.Header.HasProducer)

@@ -8,8 +8,8 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Region is a byte range of one segment's .log holding whole batches: what

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs/crashfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs/crashfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -16,8 +16,8 @@ import (
 	"syscall"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
 )
 
 // MaxTopicLength is the longest topic name (Kafka's limit).

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
 )
 
 func (l *Log) raiseFlushed(v int64) {

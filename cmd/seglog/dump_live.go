@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/index"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Beside a running writer, dump reads files that change as it reads them.

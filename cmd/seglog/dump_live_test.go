@@ -20,9 +20,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seglog/seglog/index"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs"
 )
 
 // heldLog opens a store in a new data directory, held by this process

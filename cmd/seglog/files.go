@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/seglog/seglog/index"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
 )
 
 // batchWalk walks the batches of a .log read through an io.ReaderAt,

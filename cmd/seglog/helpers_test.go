@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs"
 )
 
 type result struct {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs"
 )
 
 // inUse reports whether a process holds a flock on a lock file or

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/queue"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs"
 )
 
 func TestQueuePutGetPeek(t *testing.T) {

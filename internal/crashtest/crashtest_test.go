@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seglog/seglog/internal/vfs/crashfs"
+	"github.com/seglog/seglog/vfs/crashfs"
 )
 
 // SEGLOG_CRASHTEST=long tries every crash point of every workload (make

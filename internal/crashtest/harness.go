@@ -1,5 +1,5 @@
 // Package crashtest holds seglog's power-loss tests: workloads of storage,
-// offsets and retention run over internal/vfs/crashfs, which forgets
+// offsets and retention run over vfs/crashfs, which forgets
 // whatever was not fsynced when it simulates a crash, and are checked
 // after a reopen against what the engine acknowledged. A SIGKILL keeps
 // the page cache, so only these tests catch a missing fsync.
@@ -28,8 +28,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/internal/vfs/crashfs"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/crashfs"
 )
 
 // Workload is one crash test. A Workload value is used for one crash

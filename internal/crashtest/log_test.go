@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs"
 )
 
 // logOptions is a log that rolls every few appends (by size and by a full

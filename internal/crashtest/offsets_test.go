@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/offsets"
+	"github.com/seglog/seglog/vfs"
 )
 
 const (

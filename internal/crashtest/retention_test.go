@@ -7,10 +7,10 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/retention"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs"
 )
 
 const (

@@ -1,6 +1,6 @@
 // Package hardening holds seglog's hardening tests: they drive storage,
 // offsets and the seglog command through their public APIs over a
-// fault-injecting filesystem (internal/vfs/faultfs) and with hostile input,
+// fault-injecting filesystem (vfs/faultfs) and with hostile input,
 // and fail if the engine's behaviour under faults regresses.
 //
 // The package has no non-test code. What the tests cover:

@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seglog/seglog/internal/vfs/faultfs"
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs/faultfs"
 )
 
 // openFDs counts this process's open file descriptors.

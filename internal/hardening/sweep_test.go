@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seglog/seglog/internal/vfs/faultfs"
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs/faultfs"
 )
 
 // sweepWorkload opens a log in dir, appends with rolls and syncs,

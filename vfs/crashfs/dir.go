@@ -4,7 +4,7 @@ import (
 	"errors"
 	"os"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Remove implements vfs.FS.

@@ -33,7 +33,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Op is a kind of filesystem call. Ops are bits: a Rule matches a set.

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/internal/vfs/faultfs"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/faultfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

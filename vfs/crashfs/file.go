@@ -7,7 +7,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // file is an open file: the real one and its node.

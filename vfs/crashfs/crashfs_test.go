@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/internal/vfs/crashfs"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/crashfs"
 )
 
 func newFS(t *testing.T, opts crashfs.Options) (*crashfs.FS, string) {

@@ -95,7 +95,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // ErrCrashed is wrapped by the error of every operation at or after the

@@ -27,11 +27,12 @@ vet:
 	$(GO) vet $(PKGS)
 
 tidy-check:
-	@cp go.mod /tmp/seglog-go.mod.bak; cp go.sum /tmp/seglog-go.sum.bak; \
+	@bak=$$(mktemp -d); cp go.mod go.sum $$bak/; \
 	$(GO) mod tidy; \
-	if ! cmp -s go.mod /tmp/seglog-go.mod.bak || ! cmp -s go.sum /tmp/seglog-go.sum.bak; then \
-		cp /tmp/seglog-go.mod.bak go.mod; cp /tmp/seglog-go.sum.bak go.sum; \
-		echo "go mod tidy changes go.mod or go.sum: run it and commit"; exit 1; fi
+	if ! cmp -s go.mod $$bak/go.mod || ! cmp -s go.sum $$bak/go.sum; then \
+		cp $$bak/go.mod $$bak/go.sum .; rm -rf $$bak; \
+		echo "go mod tidy changes go.mod or go.sum: run it and commit"; exit 1; fi; \
+	rm -rf $$bak
 
 ## crashtest: the power-loss sweeps at every crash point of every workload (strict, lazy and kill crashes); prints the points and records each covered.
 crashtest:

@@ -50,12 +50,12 @@ func (l *Log) Append(recs ...Record) (AppendResult, error) {
 
 func (l *Log) appendEncoded(b []byte, err error) (AppendResult, error) {
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+		return AppendResult{}, invalidBatch(err)
 	}
 	// Just encoded: its checksum is right, only the limits are checked.
 	h, err := segment.ParseHeader(b, l.opts.Limits)
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+		return AppendResult{}, invalidBatch(err)
 	}
 	return l.append(b, h)
 }
@@ -75,7 +75,7 @@ func (l *Log) AppendBatch(batch []byte) (AppendResult, error) {
 		h, err = segment.Verify(batch, l.opts.Limits)
 	}
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+		return AppendResult{}, invalidBatch(err)
 	}
 	return l.append(batch, h)
 }

@@ -70,6 +70,16 @@ func (l *Log) Truncate(offset int64) error {
 	if err := l.cutLocked(segs, i, offset); err != nil {
 		return err
 	}
+	// What the truncation keeps is durable before it returns: the older
+	// segments not yet fsynced (rolled ones the background flusher has
+	// not reached, or any under SyncNever) are fsynced here, so that the
+	// recovery point written below covers only fsynced bytes. This
+	// goroutine holds the group-commit flag, as syncOnce requires.
+	if l.flushed.Load() < newEnd {
+		if err := l.syncOnce(); err != nil {
+			return err
+		}
+	}
 	if newEnd < l.start.Load() {
 		l.start.Store(newEnd)
 	}

@@ -3,6 +3,8 @@ package crashtest
 import (
 	"time"
 
+	"github.com/seglog/seglog/offsets"
+
 	"github.com/seglog/seglog/storage"
 )
 
@@ -76,5 +78,41 @@ func init() {
 	}
 	logWorkloads["log/mixed-always"] = func() Workload {
 		return &logWorkload{sync: storage.SyncAlways, seed: 9, script: mixedScript}
+	}
+}
+
+func init() {
+	// Journal rotations at a high rate: a compaction every few commits
+	// (a new journal created, its header written and fsynced, the
+	// snapshot renamed, the old journal removed), under both policies,
+	// with reopens; the lazy mode tears the new journal's header.
+	for name, sp := range map[string]struct {
+		sync  offsets.SyncPolicy
+		seed  uint64
+		steps int
+	}{"offsets/rotate-always": {offsets.SyncAlways, 13, 150}, "offsets/rotate-sync": {offsets.SyncNever, 14, 260}} {
+		offsetsWorkloads[name] = func() Workload {
+			return &offWorkload{sync: sp.sync, seed: sp.seed, script: func(r *offRun) error {
+				for i := 0; i < sp.steps; i++ {
+					var err error
+					switch k := r.rng.IntN(12); {
+					case k < 7:
+						err = r.commit()
+					case k < 8:
+						err = r.commitBatch()
+					case k < 9:
+						err = r.syncStore()
+					case k < 11:
+						err = r.compact()
+					default:
+						err = r.reopen()
+					}
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			}}
+		}
 	}
 }

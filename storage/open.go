@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,13 +74,16 @@ func (l *Log) load() error {
 		last := len(bases) - 1
 		active, err := segment.OpenActive(l.dir, bases[last], l.opts.segmentOptions())
 		switch {
-		case err == nil:
+		case err == nil && active.NextOffset() >= ck.recoveryPoint:
 			segs[last] = active
 		case active == nil:
 			return err
 		default:
-			// A clean marker over a damaged tail: recover it. What the
-			// manifest said of the files is not trusted either.
+			// A clean marker over a damaged tail (or one that ends below
+			// the recovery point: bytes the clean close fsynced are
+			// gone): recover it, which reports damage below the recovery
+			// point. What the manifest said of the files is not trusted
+			// either.
 			_ = active.Close()
 			clean, l.openStats.Clean = false, false
 			if l.openStats.FromManifest {
@@ -202,6 +206,9 @@ func (l *Log) readLoadCheckpoints(clean *bool) (loadCheckpoints, error) {
 		rp, *clean = 0, false
 	}
 	ck.recoveryPoint = rp
+	// Below the recovery point every byte was fsynced: damage found there
+	// is reported, never cut (recover).
+	l.durablePoint = rp
 	// A truncation that a crash interrupted: recover from the segment
 	// that holds its end, then finish it (finishLoad).
 	if end, ok, err := readCheckpoint(fsys, l.dir, truncationFile); err != nil {
@@ -209,6 +216,7 @@ func (l *Log) readLoadCheckpoints(clean *bool) (loadCheckpoints, error) {
 	} else if ok {
 		l.truncationPending = end
 		ck.recoveryPoint, *clean = min(ck.recoveryPoint, end), false
+		l.durablePoint = min(l.durablePoint, end)
 	}
 	l.openStats.Clean = l.openStats.Clean && *clean
 	return ck, nil
@@ -274,7 +282,7 @@ func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint i
 			return err
 		}
 		segs = *l.segs.Load()
-		if l.truncationPending >= 0 {
+		if l.truncationPending >= 0 && l.damaged() == nil {
 			var err error
 			if segs, err = l.resumeTruncation(segs, l.truncationPending); err != nil {
 				return err
@@ -290,6 +298,13 @@ func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint i
 	}
 	l.start.Store(start)
 	l.end.Store(end)
+	if l.damaged() != nil {
+		// Nothing is written: the recovery point, the truncation marker
+		// and the files stay as they are until a repair.
+		l.flushed.Store(end)
+		l.checkpointed = -1
+		return nil
+	}
 	if clean {
 		l.flushed.Store(min(max(recoveryPoint, start), end))
 		l.checkpointed = recoveryPoint
@@ -367,7 +382,33 @@ func (l *Log) recover(segs []*segment.Segment, bases []int64, recoveryPoint int6
 			first = i
 		}
 	}
+	// The segments below are not rescanned; each must still reach the
+	// next one's base: a hole (a segment gone) is refused, damage is kept
+	// and reported.
+	for i := 0; i < first; i++ {
+		err := l.checkSealedEnd(segs[i], bases[i+1])
+		var d *DamageError
+		if errors.As(err, &d) {
+			l.enterDamaged(segs, i, bases[i], d)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 	for i := first; i < len(bases); i++ {
+		if bases[i] < l.durablePoint {
+			// Fsynced and checkpointed below durablePoint: damage there
+			// is not a torn write, and not cut away.
+			d, _, err := l.damageBelow(bases[i], l.durablePoint, i == len(bases)-1)
+			if err != nil {
+				return err
+			}
+			if d != nil {
+				l.enterDamaged(segs, i, bases[i], d)
+				return nil
+			}
+		}
 		seg := segment.Open(l.dir, bases[i], bases[i], l.opts.segmentOptions())
 		cut, err := seg.Recover()
 		if err != nil {
@@ -379,10 +420,18 @@ func (l *Log) recover(segs []*segment.Segment, bases []int64, recoveryPoint int6
 		l.openStats.TruncatedBytes += cut
 		segs[i] = seg
 		lastSeg := i == len(bases)-1
+		if !lastSeg && seg.NextOffset() < bases[i+1] && bases[i+1] <= l.durablePoint {
+			// The next segment begins below the recovery point: this one
+			// was whole and fsynced (no damage below it, see above), so
+			// the offsets between are missing, not torn.
+			return &HoleError{Dir: l.dir, From: seg.NextOffset(), Upto: bases[i+1], After: seg.LogPath()}
+		}
 		if !lastSeg && seg.NextOffset() != bases[i+1] {
-			// The log is cut here: later segments do not follow on.
+			// The log is cut here: later segments do not follow on. They
+			// are moved aside, not deleted.
 			for j := i + 1; j < len(bases); j++ {
-				if err := segment.Open(l.dir, bases[j], bases[j], l.opts.segmentOptions()).Delete(); err != nil {
+				why := fmt.Sprintf("does not follow on from the log, which ends at offset %d after recovery", seg.NextOffset())
+				if err := l.quarantineSegment(bases[j], why); err != nil {
 					return err
 				}
 				l.openStats.DeletedSegments++
@@ -534,11 +583,17 @@ func (l *Log) listDir() ([]int64, error) {
 		return nil, err
 	}
 	l.snapshots = ls.snapshots
-	for _, name := range ls.orphans {
+	for _, o := range ls.orphans {
 		if l.opts.ReadOnly {
 			break // not ours to clean up
 		}
-		if err := l.opts.FS.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if o.why != "" {
+			if err := l.quarantine(o.name, o.why); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := l.opts.FS.Remove(filepath.Join(l.dir, o.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
 		l.openStats.RemovedLeftovers++
@@ -550,7 +605,14 @@ func (l *Log) listDir() ([]int64, error) {
 type dirListing struct {
 	bases     []int64  // of .log files, sorted
 	snapshots []int64  // of producer snapshots, sorted
-	orphans   []string // leftovers: temporary files, index files without their .log
+	orphans   []orphan // leftovers: temporary files, index files without their .log
+}
+
+// orphan is a leftover file of a partition directory: the engine's own
+// (why empty: removed) or one it cannot use (quarantined, for why).
+type orphan struct {
+	name string
+	why  string
 }
 
 // listPartitionDir lists a partition directory, appending the snapshots'
@@ -566,7 +628,11 @@ func listPartitionDir(fsys vfs.FS, dir string, snapshots []int64) (dirListing, e
 			return nil
 		}
 		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
-			ls.orphans = append(ls.orphans, strings.Clone(name))
+			o := orphan{name: strings.Clone(name)}
+			if !ownLeftover(name) {
+				o.why = "a temporary file that is not one of the engine's own"
+			}
+			ls.orphans = append(ls.orphans, o)
 			return nil
 		}
 		kind := segmentSuffix(name)
@@ -598,7 +664,7 @@ func listPartitionDir(fsys vfs.FS, dir string, snapshots []int64) (dirListing, e
 	// crash interrupted.
 	for _, x := range indexes {
 		if _, found := slices.BinarySearch(ls.bases, x.base); !found {
-			ls.orphans = append(ls.orphans, segment.FileName(x.base, x.suffix))
+			ls.orphans = append(ls.orphans, orphan{segment.FileName(x.base, x.suffix), "an index file without its .log"})
 		}
 	}
 	return ls, nil
@@ -619,4 +685,52 @@ func segmentSuffix(name string) string {
 		}
 	}
 	return ""
+}
+
+// ownLeftover reports whether name is a leftover of the engine's own
+// writes: a checkpoint's or snapshot's temporary file (vfs.WriteFileAtomic
+// names it <file>.<pid>-<n>.tmp, a snapshot <offset>.snapshot.tmp) or a
+// segment file renamed for deletion (<segment file>.deleted).
+func ownLeftover(name string) bool {
+	if rest, ok := strings.CutSuffix(name, ".deleted"); ok {
+		return segmentSuffix(rest) != "" && func() bool { _, _, digits := segment.SplitFileName(rest); return digits }()
+	}
+	rest, _ := strings.CutSuffix(name, ".tmp")
+	if _, suffix, digits := segment.SplitFileName(rest); digits && suffix == snapshotSuffix {
+		return true
+	}
+	if i := strings.LastIndexByte(rest, '.'); i > 0 {
+		rest = rest[:i] // the <pid>-<n> part
+	}
+	switch rest {
+	case recoveryPointFile, logStartOffsetFile, truncationFile, manifestFile, cleanShutdownFile, highWatermarkFile, leaderEpochFile:
+		return true
+	}
+	return false
+}
+
+// enterDamaged publishes the log as it can be read despite the damage d
+// found in segs[i]: the segments before it, and segs[i] up to the damage,
+// read-only (its indexes are used as they are, not rebuilt: a rebuild
+// would stop at the damage). Later segments stay on disk untouched. Writes
+// refuse from then on (ErrDamaged).
+func (l *Log) enterDamaged(segs []*segment.Segment, i int, base int64, d *DamageError) {
+	opts := l.opts.segmentOptions()
+	opts.ReadOnly = true
+	seg := segment.Open(l.dir, base, d.Offset, opts)
+	seg.SetKnown(d.Pos, 0, -1)
+	for _, s := range segs[i:] {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
+	segs[i] = seg
+	l.damage.Store(d)
+	l.openStats.Damage = d
+	logger := l.opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger.Error("seglog: damage below the recovery point: writes refused until repaired", "dir", l.dir, "file", d.File, "pos", d.Pos, "offset", d.Offset, "err", d.Err)
+	l.publish(segs[:i+1])
 }

@@ -236,6 +236,9 @@ func (l *Log) checkDeletableLocked() error {
 	if l.opts.ReadOnly {
 		return ErrReadOnly
 	}
+	if d := l.damaged(); d != nil {
+		return refuseDamaged(d)
+	}
 	return nil
 }
 

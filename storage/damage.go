@@ -67,6 +67,12 @@ type logScan struct {
 // the first batch that reaches stopAt (stopAt < 0: to the end). It is the
 // scan that both recovery's check below the recovery point and Check use.
 func scanLog(fsys vfs.FS, dir string, base, stopAt int64, lim segment.Limits) (logScan, error) {
+	return scanLogEach(fsys, dir, base, stopAt, lim, nil)
+}
+
+// scanLogEach is scanLog calling onBatch (unless nil) with the position and
+// header of each valid batch.
+func scanLogEach(fsys vfs.FS, dir string, base, stopAt int64, lim segment.Limits, onBatch func(pos int64, h segment.Header)) (logScan, error) {
 	path := filepath.Join(dir, segment.FileName(base, segment.LogSuffix))
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
@@ -81,6 +87,9 @@ func scanLog(fsys vfs.FS, dir string, base, stopAt int64, lim segment.Limits) (l
 	sc := segment.NewScanner(f, res.size, segment.ScanOptions{File: path, Limits: lim, Verify: true, CheckOffsets: true, FirstOffset: base, Window: 1 << 20})
 	for sc.Next() {
 		res.end, res.next = sc.End(), sc.Header().NextOffset()
+		if onBatch != nil {
+			onBatch(sc.Pos(), sc.Header())
+		}
 		if stopAt >= 0 && res.next >= stopAt {
 			res.stopped = true
 			return res, nil

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -181,4 +182,35 @@ func TestUnusableFilesAreQuarantined(t *testing.T) {
 			assert.NotEmpty(t, l.OpenStats().Quarantined[0].Why)
 		})
 	}
+}
+
+// TestReadInAHoleIsCorrupt: a sealed segment whose data ends before the
+// next segment begins (bytes lost after the open) fails a read at the
+// missing offsets with ErrCorrupt naming them, never a bare EOF.
+func TestReadInAHoleIsCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	l := openFilled(t, dir, small(), 1000, 5)
+	segs := segmentsOf(t, l)
+	require.Greater(t, len(segs), 3)
+	require.NoError(t, l.Close())
+	l = openLog(t, dir, small())
+	require.True(t, l.OpenStats().FromManifest, "sealed segments are not opened")
+
+	victim := segs[1]
+	mid := victim.BaseOffset + (victim.NextOffset-victim.BaseOffset)/2
+	sc, err := scanLog(vfs.Default, dir, victim.BaseOffset, mid, segment.DefaultLimits)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(victim.Path, sc.end)) // at a batch boundary
+
+	_, err = l.Read(sc.next, 1<<20)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrCorrupt)
+	assert.NotErrorIs(t, err, io.EOF)
+	var hole *HoleError
+	require.ErrorAs(t, err, &hole)
+	assert.Equal(t, sc.next, hole.From)
+	assert.Equal(t, victim.NextOffset, hole.Upto)
+
+	_, err = l.Read(victim.BaseOffset, 1)
+	assert.NoError(t, err, "below the hole reads work")
 }

@@ -111,30 +111,9 @@ func scanLogEach(fsys vfs.FS, dir string, base, stopAt int64, lim segment.Limits
 	return res, nil
 }
 
-// damageBelow scans the segment at base up to durable (the recovery point)
-// and returns the damage found below it, if any. In the last segment, data
-// that ends below durable (the file cut short) is damage too.
-func (l *Log) damageBelow(base, durable int64, last bool) (*DamageError, logScan, error) {
-	sc, err := scanLog(l.opts.FS, l.dir, base, durable, l.opts.Limits)
-	if err != nil {
-		return nil, sc, err
-	}
-	if sc.stopped || sc.next >= durable {
-		return nil, sc, nil
-	}
-	if sc.damage != nil {
-		return &DamageError{File: sc.damage.File, Pos: sc.damage.Pos, Offset: sc.next, Err: sc.damage}, sc, nil
-	}
-	if last {
-		path := filepath.Join(l.dir, segment.FileName(base, segment.LogSuffix))
-		return &DamageError{File: path, Pos: sc.end, Offset: sc.next,
-			Err: fmt.Errorf("%w: the data ends at offset %d, below the recovery point %d", ErrCorrupt, sc.next, durable)}, sc, nil
-	}
-	return nil, sc, nil
-}
-
-// sealedEnd returns the offset after the last record of a sealed segment,
-// scanning it (scanLog) when its last expected offset cannot be found.
+// checkSealedEnd checks that a sealed segment holds offsets up to want
+// (the next segment's base), scanning it (scanLog) when its last expected
+// offset cannot be found: a HoleError or a DamageError says what is not.
 func (l *Log) checkSealedEnd(seg *segment.Segment, want int64) error {
 	_, _, err := seg.Find(want - 1)
 	if err == nil {

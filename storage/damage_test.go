@@ -103,8 +103,8 @@ func TestDamagedLastSegment(t *testing.T) {
 					// Acknowledged data is not cut: writes refuse.
 					_, err := l.Append(Record{Value: []byte("x")})
 					assert.ErrorIs(t, err, ErrDamaged)
-					// At most a zero tail goes (a clean open's active
-					// segment trims its preallocated tail when it closes).
+					// Nothing but a zero tail (bytes never written, no
+					// data) is cut.
 					now, err := os.ReadFile(p)
 					require.NoError(t, err)
 					assert.GreaterOrEqual(t, len(now), starts[tc.batch], "nothing valid cut")

@@ -83,8 +83,9 @@ func (l *Log) load() error {
 			// the recovery point: bytes the clean close fsynced are
 			// gone): recover it, which reports damage below the recovery
 			// point. What the manifest said of the files is not trusted
-			// either.
-			_ = active.Close()
+			// either. Closed without a trim: nothing of the file is cut
+			// here.
+			_ = active.CloseUnsynced()
 			clean, l.openStats.Clean = false, false
 			if l.openStats.FromManifest {
 				l.openStats.FromManifest = false
@@ -397,22 +398,29 @@ func (l *Log) recover(segs []*segment.Segment, bases []int64, recoveryPoint int6
 		}
 	}
 	for i := first; i < len(bases); i++ {
-		if bases[i] < l.durablePoint {
-			// Fsynced and checkpointed below durablePoint: damage there
-			// is not a torn write, and not cut away.
-			d, _, err := l.damageBelow(bases[i], l.durablePoint, i == len(bases)-1)
-			if err != nil {
-				return err
-			}
-			if d != nil {
-				l.enterDamaged(segs, i, bases[i], d)
-				return nil
-			}
-		}
 		seg := segment.Open(l.dir, bases[i], bases[i], l.opts.segmentOptions())
-		cut, err := seg.Recover()
+		// Fsynced and checkpointed below durablePoint: damage there is
+		// not a torn write, and not cut away.
+		cut, err := seg.RecoverKeeping(l.durablePoint)
+		var ce *segment.CorruptError
+		if errors.As(err, &ce) {
+			d := &DamageError{File: ce.File, Pos: ce.Pos, Offset: seg.NextOffset(), Err: ce.Err}
+			_ = seg.CloseUnsynced() // Close would cut the file at its end
+			l.enterDamaged(segs, i, bases[i], d)
+			return nil
+		}
 		if err != nil {
 			return err
+		}
+		if i == len(bases)-1 && seg.NextOffset() < l.durablePoint {
+			// The data ends below the recovery point: fsynced bytes are
+			// gone (a file cut short).
+			size, _ := seg.Size()
+			d := &DamageError{File: seg.LogPath(), Pos: size, Offset: seg.NextOffset(),
+				Err: fmt.Errorf("%w: the data ends at offset %d, below the recovery point %d", ErrCorrupt, seg.NextOffset(), l.durablePoint)}
+			_ = seg.CloseUnsynced() // Close would cut the file at its end
+			l.enterDamaged(segs, i, bases[i], d)
+			return nil
 		}
 		size, _ := seg.Size()
 		l.openStats.RecoveredSegs++

@@ -154,33 +154,40 @@ func TestUnusableFilesAreQuarantined(t *testing.T) {
 		{"the engine's own temporary file", func(int64) string { return recoveryPointFile + ".123-4.tmp" }, []byte("x"), false},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			l := openFilled(t, dir, small(), 300, 5)
-			end := l.EndOffset()
-			require.NoError(t, l.CloseUnflushed())
-			name := tc.file(end)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, name), tc.content, 0o640))
+		for _, clean := range []bool{true, false} {
+			name := tc.name + map[bool]string{true: "/after a clean close", false: "/after an unclean close"}[clean]
+			t.Run(name, func(t *testing.T) {
+				dir := t.TempDir()
+				l := openFilled(t, dir, small(), 300, 5)
+				end := l.EndOffset()
+				if clean {
+					require.NoError(t, l.Close())
+				} else {
+					require.NoError(t, l.CloseUnflushed())
+				}
+				name := tc.file(end)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, name), tc.content, 0o640))
 
-			l = openLog(t, dir, small())
-			_, err := l.Append(Record{Value: []byte("after")})
-			require.NoError(t, err)
-			assert.Equal(t, end+1, l.EndOffset())
-			assert.NoFileExists(t, filepath.Join(dir, name))
-			qpath := filepath.Join(dir, QuarantineDir, name)
-			if !tc.quarantined {
-				assert.NoFileExists(t, qpath)
-				assert.Empty(t, l.OpenStats().Quarantined)
-				return
-			}
-			got, err := os.ReadFile(qpath)
-			require.NoError(t, err, "moved into quarantine")
-			assert.Equal(t, tc.content, got)
-			require.Len(t, l.OpenStats().Quarantined, 1)
-			assert.Equal(t, filepath.Join(dir, name), l.OpenStats().Quarantined[0].File)
-			assert.Equal(t, qpath, l.OpenStats().Quarantined[0].To)
-			assert.NotEmpty(t, l.OpenStats().Quarantined[0].Why)
-		})
+				l = openLog(t, dir, small())
+				_, err := l.Append(Record{Value: []byte("after")})
+				require.NoError(t, err)
+				assert.Equal(t, end+1, l.EndOffset())
+				assert.NoFileExists(t, filepath.Join(dir, name))
+				qpath := filepath.Join(dir, QuarantineDir, name)
+				if !tc.quarantined {
+					assert.NoFileExists(t, qpath)
+					assert.Empty(t, l.OpenStats().Quarantined)
+					return
+				}
+				got, err := os.ReadFile(qpath)
+				require.NoError(t, err, "moved into quarantine")
+				assert.Equal(t, tc.content, got)
+				require.Len(t, l.OpenStats().Quarantined, 1)
+				assert.Equal(t, filepath.Join(dir, name), l.OpenStats().Quarantined[0].File)
+				assert.Equal(t, qpath, l.OpenStats().Quarantined[0].To)
+				assert.NotEmpty(t, l.OpenStats().Quarantined[0].Why)
+			})
+		}
 	}
 }
 

@@ -23,8 +23,10 @@ const truncationFile = "truncation-point"
 // whole batch goes, and EndOffset becomes that batch's base offset (as in
 // Kafka). The end offset is lowered before any byte is cut: a reader at or
 // past the new end gets ErrOffsetOutOfRange, one before it is unaffected.
-// The result is fsynced and checkpointed before Truncate returns, and a
-// crash at any point leaves the log either as it was or truncated.
+// Everything it keeps is fsynced (older segments not yet flushed
+// included, whatever the sync policy) and checkpointed before Truncate
+// returns, and a crash at any point leaves the log either as it was or
+// truncated.
 // Truncating at or past EndOffset does nothing.
 func (l *Log) Truncate(offset int64) error {
 	l.writeMu.Lock()

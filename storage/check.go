@@ -153,7 +153,7 @@ const maxIndexCheckBytes = 1 << 30
 func Check(dir string, opts CheckOptions) (Report, error) {
 	opts = opts.withDefaults()
 	rep := Report{Dir: dir}
-	parts, err := partitionDirs(dir)
+	parts, err := partitionDirs(opts.FS, dir)
 	if err != nil {
 		return rep, err
 	}
@@ -168,10 +168,14 @@ func Check(dir string, opts CheckOptions) (Report, error) {
 	return rep, nil
 }
 
-// partitionDirs returns dir when it is a partition directory, else the
+// partitionDirs returns dir when it is a partition directory (named like
+// one, or holding segments: a Log's directory may have any name), else the
 // partition directories of the data root dir.
-func partitionDirs(dir string) ([]string, error) {
+func partitionDirs(fsys vfs.FS, dir string) ([]string, error) {
 	if IsPartitionDir(dir) {
+		return []string{dir}, nil
+	}
+	if pl, err := listPartition(fsys, dir); err == nil && len(pl.Segments) > 0 {
 		return []string{dir}, nil
 	}
 	rl, err := ListRoot(dir)

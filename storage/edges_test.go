@@ -32,22 +32,26 @@ func flipByte(t testing.TB, path string, pos int64) {
 	require.NoError(t, os.WriteFile(path, b, 0o640))
 }
 
+// closings are the ways a test closes a log before it damages its files:
+// cleanly (the marker and manifest written), or uncleanly with the
+// recovery point at the end (Checkpoint, then no marker).
+var closings = []struct {
+	name  string
+	close func(t *testing.T, l *Log)
+}{
+	{"clean close", func(t *testing.T, l *Log) { require.NoError(t, l.Close()) }},
+	{"unclean, recovery point at the end", func(t *testing.T, l *Log) {
+		require.NoError(t, l.Checkpoint())
+		require.NoError(t, l.CloseUnflushed())
+	}},
+}
+
 // TestHoleInTheChainIsCorrupt: a segment gone from the middle of the
 // chain is ErrCorrupt naming the missing offsets, whether the log was
 // closed cleanly or not, and wherever the recovery point lies; never an
 // open that succeeds and then reads EOF at the missing offsets.
 func TestHoleInTheChainIsCorrupt(t *testing.T) {
-	cases := []struct {
-		name  string
-		close func(t *testing.T, l *Log)
-	}{
-		{"clean close", func(t *testing.T, l *Log) { require.NoError(t, l.Close()) }},
-		{"unclean, recovery point past the hole", func(t *testing.T, l *Log) {
-			require.NoError(t, l.Checkpoint())
-			require.NoError(t, l.CloseUnflushed())
-		}},
-	}
-	for _, tc := range cases {
+	for _, tc := range closings {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			l := openFilled(t, dir, small(), 1000, 5)
@@ -76,17 +80,7 @@ func TestHoleInTheChainIsCorrupt(t *testing.T) {
 // truncated: the log opens, reads below the damage work, writes refuse
 // with ErrDamaged, and the files are left as they were.
 func TestDamageBelowRecoveryPointIsNotCut(t *testing.T) {
-	cases := []struct {
-		name  string
-		close func(t *testing.T, l *Log)
-	}{
-		{"clean close", func(t *testing.T, l *Log) { require.NoError(t, l.Close()) }},
-		{"unclean, after a checkpoint", func(t *testing.T, l *Log) {
-			require.NoError(t, l.Checkpoint())
-			require.NoError(t, l.CloseUnflushed())
-		}},
-	}
-	for _, tc := range cases {
+	for _, tc := range closings {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			l := openFilled(t, dir, small(), 1000, 5)

@@ -80,7 +80,7 @@ type RepairReport struct {
 func Repair(dir string, opts RepairOptions) (RepairReport, error) {
 	opts.CheckOptions = opts.CheckOptions.withDefaults()
 	rep := RepairReport{Dir: dir, DryRun: opts.DryRun}
-	parts, err := partitionDirs(dir)
+	parts, err := partitionDirs(opts.FS, dir)
 	if err != nil {
 		return rep, err
 	}

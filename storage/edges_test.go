@@ -215,3 +215,24 @@ func TestReadInAHoleIsCorrupt(t *testing.T) {
 	_, err = l.Read(victim.BaseOffset, 1)
 	assert.NoError(t, err, "below the hole reads work")
 }
+
+// TestOwnLeftover: the leftovers of the engine's own writes and deletions
+// are told from files that only look like them.
+func TestOwnLeftover(t *testing.T) {
+	cases := map[string]bool{
+		recoveryPointFile + ".4242-7.tmp":        true,
+		highWatermarkFile + ".1-1.tmp":           true,
+		manifestFile + ".99-3.tmp":               true,
+		"00000000000000000042.snapshot.tmp":      true,
+		"00000000000000000042.log.deleted":       true,
+		"00000000000000000042.timeindex.deleted": true,
+		"notes.tmp":                              false,
+		"recovery-pointx.1-1.tmp":                false,
+		"42.log.deleted":                         false,
+		"00000000000000000042.txt.deleted":       false,
+		".tmp":                                   false,
+	}
+	for name, own := range cases {
+		assert.Equal(t, own, ownLeftover(name), name)
+	}
+}

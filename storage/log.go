@@ -136,7 +136,7 @@ type OpenStats struct {
 	RecoveredSegs    int   // segments rescanned
 	RecoveredBytes   int64 // bytes rescanned
 	TruncatedBytes   int64 // bytes cut at the first invalid batch
-	DeletedSegments  int   // segments deleted after the first invalid batch
+	DeletedSegments  int   // segments after the first invalid batch, moved into quarantine (Quarantined)
 	RemovedLeftovers int   // stale temporary or orphaned index files removed
 	FromManifest     bool  // the segment list came from the clean-close manifest
 	DirUnchanged     bool  // the directory was unchanged since that close (its stamp matched): not listed

@@ -394,6 +394,7 @@ func (l *Log) recover(segs []*segment.Segment, bases []int64, recoveryPoint int6
 			return nil
 		}
 		if err != nil {
+			closeUnsynced(segs)
 			return err
 		}
 	}
@@ -432,7 +433,9 @@ func (l *Log) recover(segs []*segment.Segment, bases []int64, recoveryPoint int6
 			// The next segment begins below the recovery point: this one
 			// was whole and fsynced (no damage below it, see above), so
 			// the offsets between are missing, not torn.
-			return &HoleError{Dir: l.dir, From: seg.NextOffset(), Upto: bases[i+1], After: seg.LogPath()}
+			err := &HoleError{Dir: l.dir, From: seg.NextOffset(), Upto: bases[i+1], After: seg.LogPath()}
+			closeUnsynced(segs)
+			return err
 		}
 		if !lastSeg && seg.NextOffset() != bases[i+1] {
 			// The log is cut here: later segments do not follow on. They
@@ -701,7 +704,8 @@ func segmentSuffix(name string) string {
 // segment file renamed for deletion (<segment file>.deleted).
 func ownLeftover(name string) bool {
 	if rest, ok := strings.CutSuffix(name, ".deleted"); ok {
-		return segmentSuffix(rest) != "" && func() bool { _, _, digits := segment.SplitFileName(rest); return digits }()
+		_, suffix, digits := segment.SplitFileName(rest)
+		return digits && suffix == segmentSuffix(rest) && suffix != ""
 	}
 	rest, _ := strings.CutSuffix(name, ".tmp")
 	if _, suffix, digits := segment.SplitFileName(rest); digits && suffix == snapshotSuffix {
@@ -741,4 +745,14 @@ func (l *Log) enterDamaged(segs []*segment.Segment, i int, base int64, d *Damage
 	}
 	logger.Error("seglog: damage below the recovery point: writes refused until repaired", "dir", l.dir, "file", d.File, "pos", d.Pos, "offset", d.Offset, "err", d.Err)
 	l.publish(segs[:i+1])
+}
+
+// closeUnsynced closes the segments opened so far (nil entries are not
+// opened) for an open that fails: nothing is trimmed or made durable.
+func closeUnsynced(segs []*segment.Segment) {
+	for _, s := range segs {
+		if s != nil {
+			_ = s.CloseUnsynced()
+		}
+	}
 }

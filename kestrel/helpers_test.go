@@ -48,11 +48,17 @@ func startServer(t testing.TB, opts kestrel.Options) *server {
 }
 
 func (s *server) start(opts kestrel.Options) {
+	s.startWith(storage.SyncAlways, offsets.SyncAlways, opts)
+}
+
+// startWith starts the server with the logs and the offsets store under
+// the given sync policies.
+func (s *server) startWith(logSync storage.SyncPolicy, ostSync offsets.SyncPolicy, opts kestrel.Options) {
 	t := s.t
 	var err error
-	s.store, err = storage.OpenStore(s.dir, storage.StoreOptions{Log: storage.Options{Sync: storage.SyncAlways}})
+	s.store, err = storage.OpenStore(s.dir, storage.StoreOptions{Log: storage.Options{Sync: logSync}})
 	require.NoError(t, err)
-	s.ost, err = offsets.Open(filepath.Join(s.dir, "offsets"), offsets.Options{})
+	s.ost, err = offsets.Open(filepath.Join(s.dir, "offsets"), offsets.Options{Sync: ostSync})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

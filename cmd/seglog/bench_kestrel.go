@@ -105,24 +105,38 @@ func (w kestrelBench) Run(ctx context.Context, env *bench.Env) ([]bench.Result, 
 	addr := ln.Addr().String()
 	setReq := fmt.Sprintf("set net 0 0 %d\r\n%s\r\n", len(value), value)
 	set, err := w.loop(ctx, env, func(int) (func() error, func(), error) {
-		c, err := dialBench(addr)
+		c, err := dialMC(addr)
 		if err != nil {
 			return nil, nil, err
 		}
-		return func() error { return c.expect(setReq, "STORED") }, c.close, nil
+		return func() error {
+			_, ok, err := c.roundTrip(setReq)
+			if ok {
+				return errors.New("kestrel: a set answered a VALUE")
+			}
+			return err
+		}, c.close, nil
 	})
 	var get bench.Baseline
 	if err == nil {
 		get, err = w.loop(ctx, env, func(int) (func() error, func(), error) {
-			c, err := dialBench(addr)
+			c, err := dialMC(addr)
 			if err != nil {
 				return nil, nil, err
 			}
 			req := "get net/open/t=1000\r\n"
 			return func() error {
-				err := c.getValue(req, len(value))
+				v, ok, err := c.roundTrip(req)
 				req = "get net/close/open/t=1000\r\n"
-				return err
+				switch {
+				case err != nil:
+					return err
+				case !ok:
+					return errDry
+				case len(v) != len(value):
+					return fmt.Errorf("kestrel: a value of %d bytes, %d set", len(v), len(value))
+				}
+				return nil
 			}, c.close, nil
 		})
 	}
@@ -216,67 +230,51 @@ func (w kestrelBench) loop(ctx context.Context, env *bench.Env, newWorker func(i
 // the sets measured before filled it for less time than the gets run.
 var errDry = errors.New("queue empty")
 
-// benchConn is one memcache connection of the workload.
-type benchConn struct {
+// mcConn is a minimal memcache text-protocol client: the kestrel bench
+// workload's connections (and the serve tests').
+type mcConn struct {
 	nc net.Conn
 	r  *bufio.Reader
 }
 
-func dialBench(addr string) (*benchConn, error) {
+func dialMC(addr string) (*mcConn, error) {
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return &benchConn{nc: nc, r: bufio.NewReader(nc)}, nil
+	return &mcConn{nc: nc, r: bufio.NewReader(nc)}, nil
 }
 
-func (c *benchConn) close() { _ = c.nc.Close() }
+func (c *mcConn) close() { _ = c.nc.Close() }
 
-// expect sends req and checks that the reply is the line want.
-func (c *benchConn) expect(req, want string) error {
+// roundTrip sends req and reads one reply: a VALUE's value (ok true),
+// or nothing for STORED and END. Any other reply is an error.
+func (c *mcConn) roundTrip(req string) (value []byte, ok bool, err error) {
+	_ = c.nc.SetDeadline(time.Now().Add(30 * time.Second))
 	if _, err := io.WriteString(c.nc, req); err != nil {
-		return err
+		return nil, false, err
 	}
 	l, err := c.r.ReadString('\n')
 	if err != nil {
-		return err
+		return nil, false, err
 	}
-	if strings.TrimSuffix(l, "\r\n") != want {
-		return fmt.Errorf("kestrel: %q answered %q", strings.SplitN(req, "\r\n", 2)[0], l)
-	}
-	return nil
-}
-
-// getValue sends a get and reads its VALUE of n bytes and END; an END
-// alone (the queue ran dry) is errDry.
-func (c *benchConn) getValue(req string, n int) error {
-	if _, err := io.WriteString(c.nc, req); err != nil {
-		return err
-	}
-	l, err := c.r.ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if l == "END\r\n" {
-		return errDry
+	if l == "STORED\r\n" || l == "END\r\n" {
+		return nil, false, nil
 	}
 	f := strings.Fields(l)
-	if len(f) != 4 || f[0] != "VALUE" || f[3] != strconv.Itoa(n) {
-		return fmt.Errorf("kestrel: %q answered %q", strings.TrimSuffix(req, "\r\n"), l)
+	if len(f) < 4 || f[0] != "VALUE" {
+		return nil, false, fmt.Errorf("kestrel: %q answered %q", strings.SplitN(req, "\r\n", 2)[0], l)
 	}
-	if _, err := c.r.Discard(n + 2); err != nil {
-		return err
+	n, err := strconv.Atoi(f[3])
+	if err != nil || n < 0 {
+		return nil, false, fmt.Errorf("kestrel: bad VALUE line %q", l)
 	}
-	return c.expectLine("END")
-}
-
-func (c *benchConn) expectLine(want string) error {
-	l, err := c.r.ReadString('\n')
-	if err != nil {
-		return err
+	value = make([]byte, n+2)
+	if _, err := io.ReadFull(c.r, value); err != nil {
+		return nil, false, err
 	}
-	if strings.TrimSuffix(l, "\r\n") != want {
-		return fmt.Errorf("kestrel: %q where %s was due", l, want)
+	if end, err := c.r.ReadString('\n'); err != nil || end != "END\r\n" {
+		return nil, false, fmt.Errorf("kestrel: %q after a value (%v)", end, err)
 	}
-	return nil
+	return value[:n], true, nil
 }

@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -79,53 +77,6 @@ func (c *serveChild) wait(t *testing.T) int {
 	return 0
 }
 
-// mc is a raw memcache connection of the crash test.
-type mc struct {
-	nc net.Conn
-	r  *bufio.Reader
-}
-
-func dialMC(addr string) (*mc, error) {
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	return &mc{nc: nc, r: bufio.NewReader(nc)}, nil
-}
-
-// roundTrip sends req and returns the value of a VALUE reply ("" and
-// false for END) or an error (the server died, or an unexpected reply).
-func (m *mc) roundTrip(req string) (string, bool, error) {
-	_ = m.nc.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.WriteString(m.nc, req); err != nil {
-		return "", false, err
-	}
-	l, err := m.r.ReadString('\n')
-	if err != nil {
-		return "", false, err
-	}
-	switch {
-	case l == "STORED\r\n" || l == "END\r\n":
-		return "", false, nil
-	case strings.HasPrefix(l, "VALUE "):
-		f := strings.Fields(l)
-		n, err := strconv.Atoi(f[3])
-		if err != nil {
-			return "", false, err
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(m.r, buf); err != nil {
-			return "", false, err
-		}
-		end, err := m.r.ReadString('\n')
-		if err != nil || end != "END\r\n" {
-			return "", false, fmt.Errorf("after a value: %q, %v", end, err)
-		}
-		return string(buf[:n]), true, nil
-	}
-	return "", false, fmt.Errorf("unexpected reply %q", l)
-}
-
 // crashLedger is what the clients of one run know for sure.
 type crashLedger struct {
 	mu        sync.Mutex
@@ -153,7 +104,7 @@ func TestServeKestrelSurvivesSIGKILL(t *testing.T) {
 				if err != nil {
 					return
 				}
-				defer m.nc.Close()
+				defer m.close()
 				for i := base; ; i++ {
 					v := fmt.Sprintf("r%d-v%d", round, i)
 					led.mu.Lock()
@@ -176,15 +127,16 @@ func TestServeKestrelSurvivesSIGKILL(t *testing.T) {
 				if err != nil {
 					return
 				}
-				defer m.nc.Close()
+				defer m.close()
 				for {
-					v, ok, err := m.roundTrip("get jobs/open/t=100\r\n")
+					b, ok, err := m.roundTrip("get jobs/open/t=100\r\n")
 					if err != nil {
 						return
 					}
 					if !ok {
 						continue
 					}
+					v := string(b)
 					led.mu.Lock()
 					if led.confirmed[v] {
 						led.again = append(led.again, v)
@@ -222,9 +174,9 @@ func TestServeKestrelSurvivesSIGKILL(t *testing.T) {
 		if !ok {
 			break
 		}
-		left[v]++
+		left[string(v)]++
 	}
-	require.NoError(t, m.nc.Close())
+	m.close()
 	require.NoError(t, child.cmd.Process.Signal(syscall.SIGTERM))
 	assert.Equal(t, 0, child.wait(t), child.stderr())
 
@@ -272,11 +224,11 @@ func TestServeUsageAndSignals(t *testing.T) {
 	v, ok, err := m.roundTrip("get q/open\r\n")
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, "x", v)
+	assert.Equal(t, "x", string(v))
 	require.NoError(t, child.cmd.Process.Signal(syscall.SIGINT))
 	assert.Equal(t, 0, child.wait(t), child.stderr())
 	assert.Contains(t, child.stderr(), "seglog serve: stopped")
-	_ = m.nc.Close()
+	m.close()
 
 	// The shutdown command, when enabled; the open read was handed back.
 	child = startServe(t, bin, "--dir", dir, "--kestrel=127.0.0.1:0", "--kestrel-shutdown")
@@ -285,9 +237,9 @@ func TestServeUsageAndSignals(t *testing.T) {
 	v, ok, err = m.roundTrip("get q\r\n")
 	require.NoError(t, err)
 	require.True(t, ok, "the item open at SIGINT is back")
-	assert.Equal(t, "x", v)
+	assert.Equal(t, "x", string(v))
 	_, err = io.WriteString(m.nc, "shutdown\r\n")
 	require.NoError(t, err)
 	assert.Equal(t, 0, child.wait(t), child.stderr())
-	_ = m.nc.Close()
+	m.close()
 }

@@ -12,6 +12,11 @@ import (
 	"github.com/seglog/seglog/queue"
 )
 
+// stopGrace is how long a stopping connection may still take to write
+// the reply of the request it was executing: a client that does not read
+// cannot hold Close up longer.
+const stopGrace = 5 * time.Second
+
 // swallowFactor times MaxItemSize is the largest refused value whose
 // bytes a connection reads and drops to go on.
 const swallowFactor = 64
@@ -55,6 +60,22 @@ func (c *conn) stop() {
 	defer c.mu.Unlock()
 	c.stopping = true
 	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	_ = c.nc.SetWriteDeadline(time.Now().Add(stopGrace))
+}
+
+// flush writes the buffered replies. With an idle timeout, a client that
+// does not read them for that long is dropped; a stopping connection
+// keeps the deadline stop set.
+func (c *conn) flush() error {
+	if c.w.Buffered() == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	if t := c.s.opts.IdleTimeout; t > 0 && !c.stopping {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(t))
+	}
+	c.mu.Unlock()
+	return c.w.Flush()
 }
 
 // armRead sets the read deadline for the next request; false when the
@@ -92,7 +113,7 @@ func (c *conn) serve() {
 		if !c.dec.Buffered() {
 			// Pipelined requests are answered together: the replies go
 			// out when no request is waiting in the buffer.
-			if err := c.w.Flush(); err != nil {
+			if err := c.flush(); err != nil {
 				return
 			}
 		}
@@ -105,7 +126,7 @@ func (c *conn) serve() {
 			if errors.As(err, &pe) {
 				c.reply(pe.Reply)
 				if pe.Fatal {
-					_ = c.w.Flush()
+					_ = c.flush()
 					return
 				}
 				continue
@@ -118,11 +139,11 @@ func (c *conn) serve() {
 			return
 		}
 		if !c.handle(req) {
-			_ = c.w.Flush()
+			_ = c.flush()
 			return
 		}
 		if c.isStopping() {
-			_ = c.w.Flush()
+			_ = c.flush()
 			return
 		}
 	}

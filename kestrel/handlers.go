@@ -30,7 +30,7 @@ func (c *conn) handle(req *Request) bool {
 	case "delete":
 		c.delete(req)
 	case "flush":
-		c.flush(req)
+		c.flushQueue(req)
 	case "flush_all":
 		c.flushAll(req)
 	case "stats":
@@ -309,7 +309,7 @@ func (c *conn) delete(req *Request) {
 	}
 }
 
-func (c *conn) flush(req *Request) {
+func (c *conn) flushQueue(req *Request) {
 	q, err := c.s.queues.get(req.Queue)
 	if err == nil {
 		_, err = q.Flush()

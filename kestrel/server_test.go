@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -412,4 +413,29 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 	_, err = kestrel.New(nil, s.store, s.ost, kestrel.Options{})
 	assert.ErrorIs(t, err, kestrel.ErrInvalidOptions)
+}
+
+func TestCloseDoesNotWaitForAClientThatDoesNotRead(t *testing.T) {
+	s := startServer(t, kestrel.Options{MaxItemSize: 1 << 20})
+	c := s.dial()
+	c.set("big", strings.Repeat("x", 1<<20))
+	// Ask for the value many times without reading: the replies fill the
+	// socket buffers and the server's write blocks.
+	c.send(strings.Repeat("get big/peek\r\n", 64))
+	other := s.dial()
+	last := -1
+	require.Eventually(t, func() bool {
+		n, _ := strconv.Atoi(statsOf(t, other)["cmd_peek"])
+		stuck := n > 0 && n < 64 && n == last
+		last = n
+		return stuck
+	}, 20*time.Second, 100*time.Millisecond, "the server's writes block: the client reads nothing")
+	done := make(chan error, 1)
+	go func() { done <- s.srv.Close() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close waited for a client that does not read")
+	}
 }

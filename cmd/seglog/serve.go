@@ -60,7 +60,8 @@ type served struct {
 type listenerFlags interface {
 	addFlags(f *pflag.FlagSet)
 	enabled() bool
-	start(c *cli, d *served) (server, string, error) // the server and the address it listens on
+	check() error                            // the flags' values, before anything is opened: a usage error
+	start(d *served) (server, string, error) // the server and the address it listens on
 }
 
 type serveFlags struct {
@@ -101,6 +102,11 @@ func (o *serveFlags) run(c *cli, pos []string) int {
 	if len(on) == 0 {
 		return c.usageErr("no listener: give --kestrel")
 	}
+	for _, l := range on {
+		if err := l.check(); err != nil {
+			return c.usageErr("%v", err)
+		}
+	}
 	policy, err := parseSync(o.syncName)
 	if err != nil {
 		return c.usageErr("%v", err)
@@ -136,7 +142,7 @@ func serveAll(c *cli, d *served, on []listenerFlags) int {
 		return errors.Join(errs...)
 	}
 	for _, l := range on {
-		s, addr, err := l.start(c, d)
+		s, addr, err := l.start(d)
 		if err != nil {
 			_ = closeAll()
 			return c.fail("%v", err)

@@ -33,13 +33,19 @@ func (k *kestrelFlags) addFlags(f *pflag.FlagSet) {
 
 func (k *kestrelFlags) enabled() bool { return k.addr != "" }
 
-func (k *kestrelFlags) start(c *cli, d *served) (server, string, error) {
+func (k *kestrelFlags) check() error {
 	switch {
 	case k.maxItem < 1 || k.maxItem > 1<<30:
-		return nil, "", fmt.Errorf("--kestrel-max-item-size %d: want 1 byte to 1GiB", k.maxItem)
+		return fmt.Errorf("--kestrel-max-item-size %d: want 1 byte to 1GiB", k.maxItem)
 	case k.maxOpenReads < 1:
-		return nil, "", fmt.Errorf("--kestrel-max-open-reads %d: want at least 1", k.maxOpenReads)
+		return fmt.Errorf("--kestrel-max-open-reads %d: want at least 1", k.maxOpenReads)
+	case k.idle < 0:
+		return fmt.Errorf("--kestrel-idle-timeout: want 0 or more")
 	}
+	return nil
+}
+
+func (k *kestrelFlags) start(d *served) (server, string, error) {
 	ln, err := net.Listen("tcp", k.addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("--kestrel: %w", err)

@@ -69,6 +69,14 @@ func (s *server) startWith(logSync storage.SyncPolicy, ostSync offsets.SyncPolic
 	require.NoError(t, err)
 	s.done, s.hasServed = make(chan error, 1), false
 	go func() { s.done <- s.srv.Serve(context.Background()) }()
+	// Serve is running once a connection is served.
+	nc, err := net.Dial("tcp", s.addr())
+	require.NoError(t, err)
+	_, err = io.WriteString(nc, "version\r\n")
+	require.NoError(t, err)
+	_, err = bufio.NewReader(nc).ReadString('\n')
+	require.NoError(t, err)
+	require.NoError(t, nc.Close())
 	t.Cleanup(s.stop)
 }
 

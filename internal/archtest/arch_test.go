@@ -232,14 +232,20 @@ func moduleRoot(t *testing.T) (root, module string) {
 	}
 }
 
+// readArchitecture returns the text of the module's ARCHITECTURE.md.
+func readArchitecture(t *testing.T, root string) string {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(root, "ARCHITECTURE.md"))
+	require.NoError(t, err)
+	return string(md)
+}
+
 // TestImportsFollowArchitecture: every package of the module has a rule in
 // ARCHITECTURE.md, and its files and its tests import only what the rule
 // allows.
 func TestImportsFollowArchitecture(t *testing.T) {
 	root, module := moduleRoot(t)
-	md, err := os.ReadFile(filepath.Join(root, "ARCHITECTURE.md"))
-	require.NoError(t, err)
-	rules, err := parseRules(string(md))
+	rules, err := parseRules(readArchitecture(t, root))
 	require.NoError(t, err)
 	pkgs, err := loadPackages(root, module)
 	require.NoError(t, err)

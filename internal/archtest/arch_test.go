@@ -45,13 +45,12 @@ var tokenRE = regexp.MustCompile("`([^`]+)`")
 // `c` |" (a package, what its code may import, what its tests may import
 // besides). An empty cell allows nothing.
 func parseRules(md string) (map[string]rule, error) {
-	begin := strings.Index(md, beginMarker)
-	end := strings.Index(md, endMarker)
-	if begin < 0 || end < begin {
-		return nil, fmt.Errorf("no rules table between %q and %q", beginMarker, endMarker)
+	table, err := between(md, beginMarker, endMarker, "rules table")
+	if err != nil {
+		return nil, err
 	}
 	rules := map[string]rule{}
-	sc := bufio.NewScanner(strings.NewReader(md[begin+len(beginMarker) : end]))
+	sc := bufio.NewScanner(strings.NewReader(table))
 	line := 0
 	for sc.Scan() {
 		line++
@@ -76,6 +75,26 @@ func parseRules(md string) (map[string]rule, error) {
 		return nil, errors.New("the rules table has no rows")
 	}
 	return rules, nil
+}
+
+// between returns the text of md between the markers begin and end; what
+// names it in the error when they are missing.
+func between(md, begin, end, what string) (string, error) {
+	b := strings.Index(md, begin)
+	e := strings.Index(md, end)
+	if b < 0 || e < b {
+		return "", fmt.Errorf("no %s between %q and %q", what, begin, end)
+	}
+	return md[b+len(begin) : e], nil
+}
+
+// set returns the set of names.
+func set(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
 }
 
 // tokens returns the backquoted names in a table cell.
@@ -276,13 +295,6 @@ func TestCheckReportsWrongArrows(t *testing.T) {
 ` + endMarker
 	rules, err := parseRules("# title\n\nprose\n\n" + table + "\n\nmore prose\n")
 	require.NoError(t, err)
-	set := func(names ...string) map[string]bool {
-		m := map[string]bool{}
-		for _, n := range names {
-			m[n] = true
-		}
-		return m
-	}
 	good := func() map[string]pkgImports {
 		return map[string]pkgImports{
 			"vfs":          {imports: set(), tests: set("vfs")},

@@ -31,13 +31,12 @@ type graphLine struct {
 // name marks a package being written, "…" stands for "...", and "nothing
 // of ours" for no import.
 func parseGraph(md string) (map[string]graphLine, error) {
-	begin := strings.Index(md, graphBegin)
-	end := strings.Index(md, graphEnd)
-	if begin < 0 || end < begin {
-		return nil, fmt.Errorf("no graph between %q and %q", graphBegin, graphEnd)
+	text, err := between(md, graphBegin, graphEnd, "graph")
+	if err != nil {
+		return nil, err
 	}
 	graph := map[string]graphLine{}
-	for _, l := range strings.Split(md[begin+len(graphBegin):end], "\n") {
+	for _, l := range strings.Split(text, "\n") {
 		left, right, ok := strings.Cut(l, arrow)
 		if !ok {
 			continue
@@ -129,6 +128,7 @@ func depList(set map[string]bool) string {
 	return strings.Join(deps, " ")
 }
 
+// orNothing returns s, or "nothing of ours" for no package.
 func orNothing(s string) string {
 	if s == "" {
 		return "nothing of ours"
@@ -168,13 +168,6 @@ func TestCheckGraphReportsDrift(t *testing.T) {
 		"cmd":     {deps: []string{"storage"}, later: []string{"broker"}},
 	}, graph)
 	rules := map[string]rule{"broker": {imports: []string{"storage", "internal/..."}}}
-	set := func(names ...string) map[string]bool {
-		m := map[string]bool{}
-		for _, n := range names {
-			m[n] = true
-		}
-		return m
-	}
 	good := func() map[string]pkgImports {
 		return map[string]pkgImports{
 			"storage":      {imports: set("segment", "vfs"), tests: set("index")},
@@ -220,13 +213,12 @@ const (
 // parseLayers reads the layer diagram between the layer markers: lines
 // "N  pkg pkg* ...", returning each package's layer.
 func parseLayers(md string) (map[string]int, error) {
-	begin := strings.Index(md, layersBegin)
-	end := strings.Index(md, layersEnd)
-	if begin < 0 || end < begin {
-		return nil, fmt.Errorf("no layers between %q and %q", layersBegin, layersEnd)
+	text, err := between(md, layersBegin, layersEnd, "layers")
+	if err != nil {
+		return nil, err
 	}
 	layers := map[string]int{}
-	for _, l := range strings.Split(md[begin+len(layersBegin):end], "\n") {
+	for _, l := range strings.Split(text, "\n") {
 		f := strings.Fields(l)
 		if len(f) < 2 {
 			continue

@@ -39,6 +39,26 @@ type Config struct {
 	Full bool `json:"full"`
 	// Workloads selects workload groups by name (all when empty).
 	Workloads []string `json:"workloads,omitempty"`
+	// Extra are groups of workloads defined outside this package (a
+	// protocol server's, which this package may not import), run after
+	// the groups of Groups, and selected by name like them.
+	Extra []ExtraGroup `json:"-"`
+}
+
+// ExtraGroup is a group of workloads defined outside this package.
+// Workloads returns them for a Config with its defaults filled.
+type ExtraGroup struct {
+	Name      string
+	Workloads func(c Config) []Workload
+}
+
+// groupNames returns the names of Groups and of c's extra groups.
+func (c Config) groupNames() []string {
+	names := slices.Clone(Groups)
+	for _, g := range c.Extra {
+		names = append(names, g.Name)
+	}
+	return names
 }
 
 // Groups lists the workload groups a suite can run, in order.
@@ -75,14 +95,14 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-func canonicalGroup(name string) (string, bool) {
+func canonicalGroup(name string, names []string) (string, bool) {
 	switch name {
 	case "e2e", "endtoend":
 		name = "end-to-end"
 	case "random", "randomread":
 		name = "random-read"
 	}
-	return name, slices.Contains(Groups, name)
+	return name, slices.Contains(names, name)
 }
 
 type suiteEntry struct {
@@ -95,9 +115,9 @@ func Suite(c Config) ([]Workload, error) {
 	c = c.WithDefaults()
 	want := map[string]bool{}
 	for _, n := range c.Workloads {
-		g, ok := canonicalGroup(n)
+		g, ok := canonicalGroup(n, c.groupNames())
 		if !ok {
-			return nil, fmt.Errorf("unknown workload %q (want one of %s)", n, strings.Join(Groups, ", "))
+			return nil, fmt.Errorf("unknown workload %q (want one of %s)", n, strings.Join(c.groupNames(), ", "))
 		}
 		want[g] = true
 	}
@@ -129,6 +149,11 @@ func Suite(c Config) ([]Workload, error) {
 		{"offsets", Offsets{Label: "offsets-1c-always", Committers: 1, Sync: offsets.SyncAlways, Duration: c.Duration / 2}},
 		{"offsets", Offsets{Label: fmt.Sprintf("offsets-%dc-always", c.Producers), Committers: c.Producers, Sync: offsets.SyncAlways, Duration: c.Duration / 2}},
 		{"offsets", Offsets{Label: "offsets-1c-never", Committers: 1, Sync: offsets.SyncNever, Duration: c.Duration / 2}},
+	}
+	for _, g := range c.Extra {
+		for _, w := range g.Workloads(c) {
+			all = append(all, suiteEntry{g.Name, w})
+		}
 	}
 	var out []Workload
 	for _, e := range all {

@@ -18,33 +18,55 @@ import (
 // keeps its decompression buffer. A Record's slices point into the batch
 // (or into that buffer) and stay valid until the next Reset; copy what must
 // outlive it. An iterator is not safe for concurrent use.
+//
+// A v2 batch's record offsets need not be dense (a compacted batch keeps
+// its lastOffsetDelta when records go): each record's offset delta must be
+// larger than the one before and at most lastOffsetDelta. A control
+// batch's records (transaction markers) are returned like any other; the
+// log's record readers skip control batches. In a LogAppendTime batch
+// every record's timestamp is the batch's maxTimestamp, as Kafka
+// consumers read it.
 type RecordIter struct {
-	hdr  Header
-	data []byte // the records section, decompressed
-	pos  int
-	i    int32
-	rec  Record
-	hdrs []RecordHeader
-	buf  []byte
-	err  error
+	hdr   Header
+	data  []byte // the records section, decompressed
+	pos   int
+	i     int32
+	prev  int64 // offset delta of the record before; -1 before the first
+	rec   Record
+	hdrs  []RecordHeader
+	buf   []byte
+	err   error
+	bad   error // what bad bytes wrap: ErrCorrupt (nil) or ErrInvalid
 }
 
 // Reset verifies batch (header, length and checksum), decompresses its
 // records section within lim, and positions the iterator before the first
-// record.
+// record. Its errors, and Err's, wrap ErrCorrupt: the batch was read from
+// disk.
 func (it *RecordIter) Reset(batch []byte, lim Limits) error {
 	lim = lim.withDefaults()
-	*it = RecordIter{buf: it.buf, hdrs: it.hdrs[:0]}
-	h, err := Verify(batch, lim)
-	if err != nil {
-		it.err = err
-		return err
+	bad := it.bad
+	if bad == nil {
+		bad = ErrCorrupt
+	}
+	*it = RecordIter{buf: it.buf, hdrs: it.hdrs[:0], bad: bad, prev: -1}
+	h, p := verify(batch, lim)
+	if p != nil {
+		switch {
+		case p.checksum && bad == ErrCorrupt:
+			it.err = fmt.Errorf("%w: %s", ErrChecksum, p.msg)
+		case p.checksum:
+			it.err = fmt.Errorf("%w: CRC mismatch: %s", bad, p.msg)
+		default:
+			it.err = p.wrap(bad)
+		}
+		return it.err
 	}
 	it.hdr = h
-	section := batch[HeaderSize:]
+	section := batch[h.HeaderLen():]
 	if h.Codec() == CodecNone {
 		if len(section) > lim.MaxRecordsBytes {
-			it.err = fmt.Errorf("%w: %w: records section of %d bytes over the limit of %d", ErrCorrupt, ErrTooLarge, len(section), lim.MaxRecordsBytes)
+			it.err = fmt.Errorf("%w: %w: records section of %d bytes over the limit of %d", bad, ErrTooLarge, len(section), lim.MaxRecordsBytes)
 			return it.err
 		}
 		it.data = section
@@ -52,8 +74,8 @@ func (it *RecordIter) Reset(batch []byte, lim Limits) error {
 	}
 	out, err := decompress(h.Codec(), it.buf, section, lim.MaxRecordsBytes)
 	if err != nil {
-		it.err = err
-		return err
+		it.err = fmt.Errorf("%w: %w", bad, err)
+		return it.err
 	}
 	it.buf, it.data = out, out
 	return nil
@@ -89,12 +111,77 @@ func (it *RecordIter) Next() bool {
 }
 
 func (it *RecordIter) fail(format string, args ...any) {
-	it.err = fmt.Errorf("%w: record %d: %s", ErrCorrupt, it.i, fmt.Sprintf(format, args...))
+	it.err = fmt.Errorf("%w: record %d: %s", it.sentinel(), it.i, fmt.Sprintf(format, args...))
+}
+
+// sentinel is what bad bytes wrap.
+func (it *RecordIter) sentinel() error {
+	if it.bad == nil {
+		return ErrCorrupt
+	}
+	return it.bad
 }
 
 // decode reads record it.i at it.pos. Every length is checked against what
 // remains before it is used.
 func (it *RecordIter) decode() error {
+	if it.hdr.Version == VersionV1 {
+		return it.decodeV1()
+	}
+	d := decbuf{b: it.data, pos: it.pos}
+	n := d.varint()
+	if d.err == nil && (n < 0 || n > int64(len(d.b)-d.pos)) {
+		return it.corrupt("length %d, %d bytes remain", n, len(d.b)-d.pos)
+	}
+	end := d.pos + int(n)
+	d.b = d.b[:end]
+	d.byte() // attributes: unused by Kafka's v2 records
+	tsDelta := d.varint()
+	offDelta := d.varint()
+	key := d.bytes()
+	value := d.bytes()
+	nh := d.varint()
+	if d.err != nil {
+		return it.corrupt("%v", d.err)
+	}
+	if offDelta <= it.prev || offDelta > int64(it.hdr.LastOffsetDelta) {
+		return it.corrupt("offset delta %d after %d (last offset delta %d)", offDelta, it.prev, it.hdr.LastOffsetDelta)
+	}
+	if nh < 0 || nh > int64(end-d.pos)/2 {
+		return it.corrupt("%d headers cannot fit in %d bytes", nh, end-d.pos)
+	}
+	it.hdrs = it.hdrs[:0]
+	for j := int64(0); j < nh; j++ {
+		kl := d.varint()
+		if d.err == nil && (kl < 0 || kl > int64(end-d.pos)) {
+			return it.corrupt("header key length %d, %d bytes remain", kl, end-d.pos)
+		}
+		hk := d.take(int(kl))
+		hv := d.bytes()
+		if d.err != nil {
+			return it.corrupt("header %d: %v", j, d.err)
+		}
+		it.hdrs = append(it.hdrs, RecordHeader{Key: hk, Value: hv})
+	}
+	if d.pos != end {
+		return it.corrupt("%d bytes left inside the record", end-d.pos)
+	}
+	ts := it.hdr.BaseTimestamp + tsDelta
+	if it.hdr.TimestampType() == LogAppendTime {
+		ts = it.hdr.MaxTimestamp
+	}
+	it.rec = Record{Offset: it.hdr.BaseOffset + offDelta, Timestamp: ts, Key: key, Value: value}
+	if nh > 0 {
+		it.rec.Headers = it.hdrs
+	}
+	it.prev = offDelta
+	it.pos = end
+	return nil
+}
+
+// decodeV1 reads record it.i of a version-1 batch: uvarint lengths,
+// dense offset deltas.
+func (it *RecordIter) decodeV1() error {
 	d := decbuf{b: it.data, pos: it.pos}
 	n := d.uvarint()
 	if d.err == nil && n > uint64(len(d.b)-d.pos) {
@@ -148,16 +235,18 @@ func (it *RecordIter) decode() error {
 	if nh > 0 {
 		it.rec.Headers = it.hdrs
 	}
+	it.prev = int64(it.i)
 	it.pos = end
 	return nil
 }
 
 func (it *RecordIter) corrupt(format string, args ...any) error {
-	return fmt.Errorf("%w: record %d at byte %d of the records section: %s", ErrCorrupt, it.i, it.pos, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: record %d at byte %d of the records section: %s", it.sentinel(), it.i, it.pos, fmt.Sprintf(format, args...))
 }
 
-// ValidateRecords checks a whole batch: header, checksum, and every record
-// (count, dense offset deltas, lengths, timestamps within the header's).
+// ValidateRecords checks a whole batch read from disk: header, checksum,
+// and every record (count, offset deltas, lengths). Its errors wrap
+// ErrCorrupt.
 func ValidateRecords(batch []byte, lim Limits) (Header, error) {
 	var it RecordIter
 	if err := it.Reset(batch, lim); err != nil {

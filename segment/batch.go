@@ -608,3 +608,17 @@ func CheckHeader(b []byte, lim Limits) (Header, error) {
 	}
 	return h, nil
 }
+
+// SequenceOf is the producer sequence of the record at offset in this
+// batch, as Kafka computes it: -1 without a base sequence, else the base
+// sequence plus the record's offset delta, wrapping at 2^31.
+func (h Header) SequenceOf(offset int64) int32 {
+	if h.BaseSequence < 0 {
+		return -1
+	}
+	return int32((int64(h.BaseSequence) + offset - h.BaseOffset) & math.MaxInt32)
+}
+
+// KafkaLastSequence is Kafka's lastSequence of the batch: -1 without a
+// base sequence, else LastSequence.
+func (h Header) KafkaLastSequence() int32 { return h.SequenceOf(h.LastOffset()) }

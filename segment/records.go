@@ -27,16 +27,16 @@ import (
 // every record's timestamp is the batch's maxTimestamp, as Kafka
 // consumers read it.
 type RecordIter struct {
-	hdr   Header
-	data  []byte // the records section, decompressed
-	pos   int
-	i     int32
-	prev  int64 // offset delta of the record before; -1 before the first
-	rec   Record
-	hdrs  []RecordHeader
-	buf   []byte
-	err   error
-	bad   error // what bad bytes wrap: ErrCorrupt (nil) or ErrInvalid
+	hdr  Header
+	data []byte // the records section, decompressed
+	pos  int
+	i    int32
+	prev int64 // offset delta of the record before; -1 before the first
+	rec  Record
+	hdrs []RecordHeader
+	buf  []byte
+	err  error
+	bad  error // what bad bytes wrap: ErrCorrupt (nil) or ErrInvalid
 }
 
 // Reset verifies batch (header, length and checksum), decompresses its
@@ -331,3 +331,53 @@ var (
 	errShort  = fmt.Errorf("unexpected end of record")
 	errVarint = fmt.Errorf("bad varint")
 )
+
+// ControlType is the type of a control record (Kafka's ControlRecordType).
+type ControlType int16
+
+// The control record types.
+const (
+	ControlAbort  ControlType = 0
+	ControlCommit ControlType = 1
+)
+
+var controlTypeNames = []string{"ABORT", "COMMIT", "LEADER_CHANGE", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "KRAFT_VERSION", "KRAFT_VOTERS"}
+
+// String returns Kafka's name of the type (ABORT, COMMIT, ...), or
+// UNKNOWN.
+func (c ControlType) String() string {
+	if c >= 0 && int(c) < len(controlTypeNames) {
+		return controlTypeNames[c]
+	}
+	return "UNKNOWN"
+}
+
+// ControlRecord is the decoded key (and, for a transaction marker, value)
+// of a record of a control batch.
+type ControlRecord struct {
+	Type ControlType
+	// CoordinatorEpoch is the transaction coordinator's epoch, in the
+	// value of an ABORT or COMMIT marker.
+	CoordinatorEpoch int32
+}
+
+// IsTxnMarker reports whether the record ends a transaction (ABORT or
+// COMMIT).
+func (c ControlRecord) IsTxnMarker() bool { return c.Type == ControlAbort || c.Type == ControlCommit }
+
+// ParseControlRecord decodes a control record: its key is a version
+// (int16, 0) and a type (int16); an ABORT or COMMIT marker's value is a
+// version (int16) and the coordinator epoch (int32).
+func ParseControlRecord(r *Record) (ControlRecord, error) {
+	if len(r.Key) < 4 {
+		return ControlRecord{}, fmt.Errorf("%w: control record key of %d bytes", ErrCorrupt, len(r.Key))
+	}
+	c := ControlRecord{Type: ControlType(int16(binary.BigEndian.Uint16(r.Key[2:])))}
+	if c.IsTxnMarker() {
+		if len(r.Value) < 6 {
+			return c, fmt.Errorf("%w: transaction marker value of %d bytes", ErrCorrupt, len(r.Value))
+		}
+		c.CoordinatorEpoch = int32(binary.BigEndian.Uint32(r.Value[2:]))
+	}
+	return c, nil
+}

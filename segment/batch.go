@@ -219,8 +219,11 @@ func (h Header) HasDeleteHorizon() bool {
 	return h.Version != VersionV1 && h.Attributes&attrDeleteHorizon != 0
 }
 
-// HasProducer reports whether the batch carries idempotent producer fields.
-func (h Header) HasProducer() bool { return h.ProducerID >= 0 }
+// HasProducer reports whether the batch carries idempotent producer
+// fields: a producer id and sequences to check. A control batch (a
+// transaction marker) names its producer but has no sequence, and is not
+// checked against the producer's sequences, as in Kafka.
+func (h Header) HasProducer() bool { return h.ProducerID >= 0 && !h.IsControl() }
 
 // LastSequence is the producer sequence of the batch's last record.
 func (h Header) LastSequence() int32 {

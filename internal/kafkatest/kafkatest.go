@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/rand/v2"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
@@ -302,4 +303,74 @@ func Indexes(log []byte, base int64, interval int) (offsetIndex, timeIndex []byt
 	}
 	timeEntry()
 	return offsetIndex, timeIndex, nil
+}
+
+// Named is a batch description with a name for a subtest.
+type Named struct {
+	Name  string
+	Batch Batch
+}
+
+// ClientBatches are batches a Kafka client may send, with random records
+// from rng (null and empty keys and values, headers with null values,
+// timestamps out of order): every codec, snappy raw and xerial-framed,
+// idempotent, transactional, control (COMMIT and ABORT) batches, and
+// offset deltas with gaps (a compacted batch).
+func ClientBatches(rng *rand.Rand) []Named {
+	plain := func(attrs int16, recs []Record) Batch {
+		return Batch{Attributes: attrs, LastOffsetDelta: -1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Records: recs}
+	}
+	var out []Named
+	for _, codec := range Codecs {
+		out = append(out, Named{fmt.Sprintf("codec %d", codec), plain(codec, RandomRecords(rng, 1+rng.IntN(50)))})
+	}
+	xerial := plain(CodecSnappy, RandomRecords(rng, 300))
+	xerial.XerialSnappy = true
+	idem := plain(CodecGzip, RandomRecords(rng, 5))
+	idem.ProducerID, idem.ProducerEpoch, idem.BaseSequence = 11, 0, 0
+	txn := plain(AttrTransactional|CodecLZ4, RandomRecords(rng, 4))
+	txn.ProducerID, txn.ProducerEpoch, txn.BaseSequence = 9, 1, 0
+	marker := func(commit bool) Batch {
+		b := plain(AttrTransactional|AttrControl, []Record{ControlRecord(commit, 4, 1700000000000)})
+		b.ProducerID, b.ProducerEpoch = 9, 1
+		return b
+	}
+	gaps := plain(CodecZstd, RandomRecords(rng, 4))
+	for i, d := range []int32{0, 2, 3, 9} {
+		gaps.Records[i].OffsetDelta = d
+	}
+	gaps.LastOffsetDelta = 12
+	return append(out,
+		Named{"snappy xerial", xerial}, Named{"idempotent", idem}, Named{"transactional", txn},
+		Named{"control commit", marker(true)}, Named{"control abort", marker(false)},
+		Named{"offset deltas with gaps", gaps})
+}
+
+// RandomRecords returns n records with dense offset deltas.
+func RandomRecords(rng *rand.Rand, n int) []Record {
+	bytesOf := func(k int) []byte {
+		b := make([]byte, k)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	recs := make([]Record, n)
+	for i := range recs {
+		recs[i] = Record{OffsetDelta: int32(i), Timestamp: 1700000000000 + rng.Int64N(100000) - 50000}
+		if rng.IntN(4) > 0 {
+			recs[i].Key = bytesOf(rng.IntN(20))
+		}
+		if rng.IntN(8) > 0 {
+			recs[i].Value = bytesOf(rng.IntN(500))
+		}
+		for j := rng.IntN(3); j > 0; j-- {
+			h := kmsg.Header{Key: string(bytesOf(rng.IntN(6)))}
+			if rng.IntN(3) > 0 {
+				h.Value = bytesOf(rng.IntN(6))
+			}
+			recs[i].Headers = append(recs[i].Headers, h)
+		}
+	}
+	return recs
 }

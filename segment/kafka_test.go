@@ -1,7 +1,7 @@
 package segment_test
 
 import (
-		"math/rand/v2"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/seglog/seglog/internal/kafkatest"

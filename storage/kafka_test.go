@@ -92,7 +92,11 @@ func TestMalformedClientBatchesAreInvalidNotCorrupt(t *testing.T) {
 		{"unknown codec", mutate(func(b []byte) []byte { b[22] |= 5; return resum(b) }), false, false},
 		{"more records than offsets", mutate(func(b []byte) []byte { binary.BigEndian.PutUint32(b[57:], 3); return resum(b) }), false, false},
 		{"no records", mutate(func(b []byte) []byte { binary.BigEndian.PutUint32(b[57:], 0); return resum(b) }), false, false},
-		{"record offset delta past the last", mutate(func(b []byte) []byte { binary.BigEndian.PutUint32(b[23:], 0); binary.BigEndian.PutUint32(b[57:], 1); return resum(b) }), true, false},
+		{"record offset delta past the last", mutate(func(b []byte) []byte {
+			binary.BigEndian.PutUint32(b[23:], 0)
+			binary.BigEndian.PutUint32(b[57:], 1)
+			return resum(b)
+		}), true, false},
 		{"batch over MaxBatchBytes", bytes.Clone(good), false, true},
 	}
 	for _, tc := range cases {

@@ -27,8 +27,7 @@ const (
 	kafkaFixtureTS       = 1700000000000
 )
 
-// kafkaFixtureRecord is data record n of the fixture (its offset, unless
-// a compacted batch left gaps: see kafkaFixtureSegments).
+// kafkaFixtureRecord is the data record at offset n of the fixture.
 func kafkaFixtureRecord(n int64) kafkatest.Record {
 	r := kafkatest.Record{Timestamp: kafkaFixtureTS + 10*n,
 		Value: []byte(fmt.Sprintf(`{"order":%d,"item":"widget-%d","qty":%d}`, n, n%13, 1+n%5))}
@@ -44,13 +43,10 @@ func kafkaFixtureRecord(n int64) kafkatest.Record {
 	return r
 }
 
-// kafkaFixtureBatch is one batch of the fixture and what a record reader
-// returns of it.
+// kafkaFixtureBatch is one batch of the fixture.
 type kafkaFixtureBatch struct {
-	spec kafkatest.Batch
-	// data: the offsets (relative to the batch) of its data records; nil
-	// for a control batch.
-	control bool
+	spec    kafkatest.Batch
+	control bool // transaction markers, which record readers skip
 }
 
 // kafkaFixtureSegments describes the fixture: two segments (leader epochs
@@ -59,22 +55,32 @@ type kafkaFixtureBatch struct {
 // markers, a compacted batch with offset gaps, and a batch older than the
 // one before it.
 func kafkaFixtureSegments() [][]kafkaFixtureBatch {
-	n := int64(0)
-	recs := func(k int, late bool) []kafkatest.Record {
-		out := make([]kafkatest.Record, k)
-		for i := range out {
-			out[i] = kafkaFixtureRecord(n)
+	n := int64(0) // the next offset; data record n is kafkaFixtureRecord(n)
+	// recs returns records for the offsets n+d of deltas, n moving past
+	// lastDelta.
+	recs := func(deltas []int32, lastDelta int32, late bool) []kafkatest.Record {
+		out := make([]kafkatest.Record, len(deltas))
+		for i, d := range deltas {
+			out[i] = kafkaFixtureRecord(n + int64(d))
+			out[i].OffsetDelta = d
 			if late {
 				out[i].Timestamp -= 100000
 			}
-			out[i].OffsetDelta = int32(i)
-			n++
 		}
+		n += int64(lastDelta) + 1
 		return out
 	}
-	data := func(attrs int16, k int) kafkaFixtureBatch {
-		return kafkaFixtureBatch{spec: kafkatest.Batch{Attributes: attrs, LastOffsetDelta: -1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Records: recs(k, false)}}
+	dense := func(k int) []int32 {
+		d := make([]int32, k)
+		for i := range d {
+			d[i] = int32(i)
+		}
+		return d
 	}
+	batch := func(attrs int16, records []kafkatest.Record) kafkaFixtureBatch {
+		return kafkaFixtureBatch{spec: kafkatest.Batch{Attributes: attrs, LastOffsetDelta: -1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Records: records}}
+	}
+	data := func(attrs int16, k int) kafkaFixtureBatch { return batch(attrs, recs(dense(k), int32(k-1), false)) }
 	seq := int32(0)
 	idempotent := func(attrs int16, k int) kafkaFixtureBatch {
 		b := data(attrs, k)
@@ -93,31 +99,33 @@ func kafkaFixtureSegments() [][]kafkaFixtureBatch {
 		return kafkaFixtureBatch{control: true, spec: kafkatest.Batch{Attributes: kafkatest.AttrTransactional | kafkatest.AttrControl,
 			LastOffsetDelta: -1, ProducerID: pid, ProducerEpoch: 0, BaseSequence: -1, Records: []kafkatest.Record{r}}}
 	}
-	compacted := func() kafkaFixtureBatch {
-		// Offsets 0..6 of which a compaction kept 0, 3 and 4.
-		b := data(kafkatest.CodecGzip, 3)
-		for i, d := range []int32{0, 3, 4} {
-			b.spec.Records[i].OffsetDelta = d
-		}
-		b.spec.LastOffsetDelta = 6
-		n += 4 // the gaps take offsets too
+	xerial := func(k int) kafkaFixtureBatch {
+		b := data(kafkatest.CodecSnappy, k)
+		b.spec.XerialSnappy = true
 		return b
 	}
-	snappyXerial := data(kafkatest.CodecSnappy, 4)
-	snappyXerial.spec.XerialSnappy = true
-	seg0 := []kafkaFixtureBatch{
-		data(kafkatest.CodecNone, 3), data(kafkatest.CodecGzip, 5), data(kafkatest.CodecSnappy, 4), snappyXerial,
-		data(kafkatest.CodecLZ4, 4), data(kafkatest.CodecZstd, 4),
-		txn(1000, 3), marker(1000, true), compacted(), idempotent(kafkatest.CodecNone, 5),
+	compacted := func() kafkaFixtureBatch {
+		// Offsets 0..6 of the batch, of which a compaction kept 0, 3, 4.
+		b := batch(kafkatest.CodecGzip, recs([]int32{0, 3, 4}, 6, false))
+		b.spec.LastOffsetDelta = 6
+		return b
 	}
+	var seg0 []kafkaFixtureBatch
+	seg0 = append(seg0, data(kafkatest.CodecNone, 3), data(kafkatest.CodecGzip, 5), data(kafkatest.CodecSnappy, 4))
+	seg0 = append(seg0, xerial(4), data(kafkatest.CodecLZ4, 4), data(kafkatest.CodecZstd, 4))
+	seg0 = append(seg0, txn(1000, 3))
+	seg0 = append(seg0, marker(1000, true))
+	seg0 = append(seg0, compacted())
+	seg0 = append(seg0, idempotent(kafkatest.CodecNone, 5))
 	for i := 0; i < 8; i++ {
 		seg0 = append(seg0, data(kafkatest.Codecs[i%len(kafkatest.Codecs)], 6))
 	}
-	seg1 := []kafkaFixtureBatch{idempotent(kafkatest.CodecLZ4, 4), txn(1001, 2), marker(1001, false), data(kafkatest.CodecZstd, 5)}
-	late := data(kafkatest.CodecNone, 3)
-	n -= 3
-	late.spec.Records = recs(3, true)
-	seg1 = append(seg1, late)
+	var seg1 []kafkaFixtureBatch
+	seg1 = append(seg1, idempotent(kafkatest.CodecLZ4, 4))
+	seg1 = append(seg1, txn(1001, 2))
+	seg1 = append(seg1, marker(1001, false))
+	seg1 = append(seg1, data(kafkatest.CodecZstd, 5))
+	seg1 = append(seg1, batch(kafkatest.CodecNone, recs(dense(3), 2, true))) // older than the batch before
 	for i := 0; i < 4; i++ {
 		seg1 = append(seg1, data(kafkatest.Codecs[(i+2)%len(kafkatest.Codecs)], 5))
 	}

@@ -395,8 +395,8 @@ func CheckBatch(b []byte, lim Limits, records bool) (Header, error) {
 	if !records {
 		return h, nil
 	}
-	it := RecordIter{bad: ErrInvalid}
-	if err := it.Reset(b, lim); err != nil {
+	it := RecordIter{bad: ErrInvalid, prev: -1}
+	if err := it.start(b, h, lim.withDefaults()); err != nil {
 		return h, err
 	}
 	for it.Next() {

@@ -62,6 +62,13 @@ func (it *RecordIter) Reset(batch []byte, lim Limits) error {
 		}
 		return it.err
 	}
+	return it.start(batch, h, lim)
+}
+
+// start positions the iterator before the first record of batch, whose
+// header h was verified (lim has its defaults).
+func (it *RecordIter) start(batch []byte, h Header, lim Limits) error {
+	bad := it.sentinel()
 	it.hdr = h
 	section := batch[h.HeaderLen():]
 	if h.Codec() == CodecNone {

@@ -138,31 +138,34 @@ func zstdDecoderPool(limit int) *sync.Pool {
 func compress(c Codec, dst, src []byte) ([]byte, error) {
 	switch c {
 	case CodecGzip:
-		w := gzipWriters.Get().(*gzip.Writer)
-		buf := bytes.NewBuffer(dst)
-		w.Reset(buf)
-		_, err := w.Write(src)
-		if err == nil {
-			err = w.Close()
-		}
-		gzipWriters.Put(w)
-		return buf.Bytes(), err
+		return compressStream(&gzipWriters, dst, src)
 	case CodecSnappy:
 		return encodeBlock(dst, src, "snappy", snappy.MaxEncodedLen, snappy.Encode)
 	case CodecLZ4:
-		w := lz4Writers.Get().(*lz4.Writer)
-		buf := bytes.NewBuffer(dst)
-		w.Reset(buf)
-		_, err := w.Write(src)
-		if err == nil {
-			err = w.Close()
-		}
-		lz4Writers.Put(w)
-		return buf.Bytes(), err
+		return compressStream(&lz4Writers, dst, src)
 	case CodecZstd:
 		return zstdEncoder().EncodeAll(src, dst), nil
 	}
 	return dst, fmt.Errorf("%w: unknown codec %d", ErrInvalid, c)
+}
+
+// streamWriter is a pooled compressing writer: gzip's or lz4's.
+type streamWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
+
+// compressStream appends src compressed by a writer from pool to dst.
+func compressStream(pool *sync.Pool, dst, src []byte) ([]byte, error) {
+	w := pool.Get().(streamWriter)
+	defer pool.Put(w)
+	buf := bytes.NewBuffer(dst)
+	w.Reset(buf)
+	_, err := w.Write(src)
+	if err == nil {
+		err = w.Close()
+	}
+	return buf.Bytes(), err
 }
 
 // encodeBlock appends src in a block format (snappy's or s2's, named name)

@@ -129,37 +129,51 @@ func (it *RecordIter) sentinel() error {
 	return it.bad
 }
 
-// decode reads record it.i at it.pos. Every length is checked against what
-// remains before it is used.
+// decode reads record it.i at it.pos: Kafka's record in a v2 batch, the
+// version-1 record otherwise (uvarint lengths, counts and offset delta; a
+// zero attributes byte; dense offset deltas; timestamps at most the
+// batch's max). Every length is checked against what remains before it is
+// used.
 func (it *RecordIter) decode() error {
-	if it.hdr.Version == VersionV1 {
-		return it.decodeV1()
-	}
+	v1 := it.hdr.Version == VersionV1
 	d := decbuf{b: it.data, pos: it.pos}
-	n := d.varint()
+	n := d.count(v1)
 	if d.err == nil && (n < 0 || n > int64(len(d.b)-d.pos)) {
 		return it.corrupt("length %d, %d bytes remain", n, len(d.b)-d.pos)
 	}
 	end := d.pos + int(n)
 	d.b = d.b[:end]
-	d.byte() // attributes: unused by Kafka's v2 records
+	// Kafka's v2 records leave the attributes unused; version 1 wants 0.
+	if attr := d.byte(); v1 && d.err == nil && attr != 0 {
+		return it.corrupt("reserved attributes %#x", attr)
+	}
 	tsDelta := d.varint()
-	offDelta := d.varint()
+	offDelta := d.count(v1)
 	key := d.bytes()
 	value := d.bytes()
-	nh := d.varint()
+	nh := d.count(v1)
 	if d.err != nil {
 		return it.corrupt("%v", d.err)
 	}
-	if offDelta <= it.prev || offDelta > int64(it.hdr.LastOffsetDelta) {
+	switch {
+	case v1 && offDelta != int64(it.i):
+		return it.corrupt("offset delta %d, want %d", offDelta, it.i)
+	case offDelta <= it.prev || offDelta > int64(it.hdr.LastOffsetDelta):
 		return it.corrupt("offset delta %d after %d (last offset delta %d)", offDelta, it.prev, it.hdr.LastOffsetDelta)
+	}
+	ts := it.hdr.BaseTimestamp + tsDelta
+	switch {
+	case v1 && ts > it.hdr.MaxTimestamp:
+		return it.corrupt("timestamp %d after the batch's max timestamp %d", ts, it.hdr.MaxTimestamp)
+	case it.hdr.TimestampType() == LogAppendTime:
+		ts = it.hdr.MaxTimestamp
 	}
 	if nh < 0 || nh > int64(end-d.pos)/2 {
 		return it.corrupt("%d headers cannot fit in %d bytes", nh, end-d.pos)
 	}
 	it.hdrs = it.hdrs[:0]
 	for j := int64(0); j < nh; j++ {
-		kl := d.varint()
+		kl := d.count(v1)
 		if d.err == nil && (kl < 0 || kl > int64(end-d.pos)) {
 			return it.corrupt("header key length %d, %d bytes remain", kl, end-d.pos)
 		}
@@ -173,76 +187,11 @@ func (it *RecordIter) decode() error {
 	if d.pos != end {
 		return it.corrupt("%d bytes left inside the record", end-d.pos)
 	}
-	ts := it.hdr.BaseTimestamp + tsDelta
-	if it.hdr.TimestampType() == LogAppendTime {
-		ts = it.hdr.MaxTimestamp
-	}
 	it.rec = Record{Offset: it.hdr.BaseOffset + offDelta, Timestamp: ts, Key: key, Value: value}
 	if nh > 0 {
 		it.rec.Headers = it.hdrs
 	}
 	it.prev = offDelta
-	it.pos = end
-	return nil
-}
-
-// decodeV1 reads record it.i of a version-1 batch: uvarint lengths,
-// dense offset deltas.
-func (it *RecordIter) decodeV1() error {
-	d := decbuf{b: it.data, pos: it.pos}
-	n := d.uvarint()
-	if d.err == nil && n > uint64(len(d.b)-d.pos) {
-		return it.corrupt("length %d, %d bytes remain", n, len(d.b)-d.pos)
-	}
-	end := d.pos + int(n)
-	d.b = d.b[:end]
-	if attr := d.byte(); d.err == nil && attr != 0 {
-		return it.corrupt("reserved attributes %#x", attr)
-	}
-	tsDelta := d.varint()
-	offDelta := d.uvarint()
-	key := d.bytes()
-	value := d.bytes()
-	nh := d.uvarint()
-	if d.err != nil {
-		return it.corrupt("%v", d.err)
-	}
-	if offDelta != uint64(it.i) {
-		return it.corrupt("offset delta %d, want %d", offDelta, it.i)
-	}
-	ts := it.hdr.BaseTimestamp + tsDelta
-	if ts > it.hdr.MaxTimestamp {
-		return it.corrupt("timestamp %d after the batch's max timestamp %d", ts, it.hdr.MaxTimestamp)
-	}
-	if nh > uint64(end-d.pos)/2 {
-		return it.corrupt("%d headers cannot fit in %d bytes", nh, end-d.pos)
-	}
-	it.hdrs = it.hdrs[:0]
-	for j := uint64(0); j < nh; j++ {
-		kl := d.uvarint()
-		if d.err == nil && kl > uint64(end-d.pos) {
-			return it.corrupt("header key length %d, %d bytes remain", kl, end-d.pos)
-		}
-		hk := d.take(int(kl))
-		hv := d.bytes()
-		if d.err != nil {
-			return it.corrupt("header %d: %v", j, d.err)
-		}
-		it.hdrs = append(it.hdrs, RecordHeader{Key: hk, Value: hv})
-	}
-	if d.pos != end {
-		return it.corrupt("%d bytes left inside the record", end-d.pos)
-	}
-	it.rec = Record{
-		Offset:    it.hdr.BaseOffset + int64(it.i),
-		Timestamp: ts,
-		Key:       key,
-		Value:     value,
-	}
-	if nh > 0 {
-		it.rec.Headers = it.hdrs
-	}
-	it.prev = int64(it.i)
 	it.pos = end
 	return nil
 }
@@ -301,6 +250,16 @@ func (d *decbuf) uvarint() uint64 {
 	}
 	d.pos += n
 	return v
+}
+
+// count reads a length, count or offset delta: a zigzag varint (Kafka's),
+// or a uvarint in a version-1 record (v1), where a value past MaxInt64
+// reads as negative, which callers refuse.
+func (d *decbuf) count(v1 bool) int64 {
+	if v1 {
+		return int64(d.uvarint())
+	}
+	return d.varint()
 }
 
 func (d *decbuf) varint() int64 {

@@ -9,10 +9,11 @@ import (
 )
 
 // Benchmarks of what the batch format costs on the append, read and
-// recovery paths, written only against API that every batch format of the
-// log has had, so that test binaries of two versions run them side by
-// side (benchstat of old against new). Each plain-* sub-benchmark is the
-// same bytes written with a plain pwrite in the same run.
+// recovery paths, written (with the helpers of bench_test.go) only against
+// API that every batch format of the log has had, so that test binaries of
+// two versions run them side by side (benchstat of old against new). Each
+// plain-* sub-benchmark is the same bytes written with a plain pwrite in
+// the same run.
 
 // formatRecords returns n records of size random bytes.
 func formatRecords(n, size int) []Record {
@@ -63,55 +64,28 @@ func BenchmarkFormatAppendBatch(b *testing.B) {
 		records int
 	}{{"1KiB-records", 100}, {"1MiB-batch", 1024}} {
 		batch := encodedBatch(b, tc.records, 1024)
-		b.Run(tc.name+"/plain-pwrite", func(b *testing.B) {
-			f, err := os.Create(filepath.Join(b.TempDir(), "plain"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
-			var off int64
-			timedWrites(b, batch, func() error {
-				_, err := f.WriteAt(batch, off)
-				off += int64(len(batch))
-				return err
-			}, func() error {
-				off = 0
-				return f.Truncate(0)
-			})
-		})
-		b.Run(tc.name+"/seglog", func(b *testing.B) {
-			l, err := Open(b.TempDir(), Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer l.Close()
-			timedWrites(b, batch, func() error {
-				_, err := l.AppendBatch(batch)
-				return err
-			}, func() error { return l.Truncate(0) })
-		})
+		b.Run(tc.name+"/plain-pwrite", func(b *testing.B) { benchPwrite(b, batch) })
+		b.Run(tc.name+"/seglog", func(b *testing.B) { benchLogAppend(b, batch, Options{}) })
 	}
 }
 
-// timedWrites is benchWrites with the timer stopped while both sides
-// start over (a truncation of restartBytes, and for the log its
-// checkpoints): only the writes are measured.
-func timedWrites(b *testing.B, batch []byte, write, restart func() error) {
-	b.SetBytes(int64(len(batch)))
-	written := 0
-	for b.Loop() {
-		if written += len(batch); written > restartBytes {
-			written = 0
-			b.StopTimer()
-			if err := restart(); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
-		}
-		if err := write(); err != nil {
-			b.Fatal(err)
-		}
+// benchPwrite writes batch at the end of a plain file with pwrite, once per
+// iteration, starting over as benchWrites does.
+func benchPwrite(b *testing.B, batch []byte) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "plain"))
+	if err != nil {
+		b.Fatal(err)
 	}
+	defer f.Close()
+	var off int64
+	benchWrites(b, batch, func() error {
+		_, err := f.WriteAt(batch, off)
+		off += int64(len(batch))
+		return err
+	}, func() error {
+		off = 0
+		return f.Truncate(0)
+	})
 }
 
 // formatLogBytes is the size of the logs the read and recovery
@@ -144,17 +118,7 @@ func BenchmarkFormatRead(b *testing.B) {
 			}
 		}
 	})
-	b.Run("records", func(b *testing.B) {
-		b.SetBytes(formatLogBytes)
-		for b.Loop() {
-			r := l.NewReader(0)
-			for r.Next() {
-			}
-			if r.Err() != nil {
-				b.Fatal(r.Err())
-			}
-		}
-	})
+	b.Run("records", func(b *testing.B) { benchReader(b, l, formatLogBytes) })
 }
 
 // BenchmarkFormatRecovery: the open of a 256 MiB log after a crash with no
@@ -164,20 +128,7 @@ func BenchmarkFormatRecovery(b *testing.B) {
 	dir := b.TempDir()
 	fillLog(b, dir, encodedBatch(b, 100, 1024), formatLogBytes, Options{})
 	b.SetBytes(formatLogBytes)
-	for b.Loop() {
-		b.StopTimer()
-		_ = os.Remove(filepath.Join(dir, cleanShutdownFile))
-		_ = os.Remove(filepath.Join(dir, recoveryPointFile))
-		b.StartTimer()
-		l, err := Open(dir, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		if l.OpenStats().RecoveredBytes == 0 {
-			b.Fatal("nothing recovered")
-		}
-		l.Close()
-		b.StartTimer()
+	if benchRecovery(b, dir) == 0 {
+		b.Fatal("nothing recovered")
 	}
 }

@@ -11,14 +11,10 @@ import (
 	"github.com/seglog/seglog/segment"
 )
 
-// kafkaData copies storage's Kafka partition directory fixture
-// (storage/testdata/kafka.README.md: Kafka's layout and formats, built
-// with franz-go's kmsg, not by a broker) into a new data directory.
-func kafkaData(t *testing.T) string {
+// copyFixture copies the partition directory src (a fixture of storage's
+// testdata) to the partition directory dst, created.
+func copyFixture(t *testing.T, src, dst string) {
 	t.Helper()
-	root := t.TempDir()
-	src := filepath.Join("..", "..", "storage", "testdata", "kafka", "orders-0")
-	dst := filepath.Join(root, "orders-0")
 	require.NoError(t, os.MkdirAll(dst, 0o750))
 	entries, err := os.ReadDir(src)
 	require.NoError(t, err)
@@ -27,6 +23,15 @@ func kafkaData(t *testing.T) string {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dst, e.Name()), b, 0o640))
 	}
+}
+
+// kafkaData copies storage's Kafka partition directory fixture
+// (storage/testdata/kafka.README.md: Kafka's layout and formats, built
+// with franz-go's kmsg, not by a broker) into a new data directory.
+func kafkaData(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	copyFixture(t, filepath.Join("..", "..", "storage", "testdata", "kafka", "orders-0"), filepath.Join(root, "orders-0"))
 	return root
 }
 
@@ -56,16 +61,8 @@ func TestKafkaPartitionDirectory(t *testing.T) {
 // with magic 1.
 func TestVersion1DirectoryVerifiesAndDumps(t *testing.T) {
 	root := t.TempDir()
-	src := filepath.Join("..", "..", "storage", "testdata", "v1log")
 	dst := filepath.Join(root, "v1-0")
-	require.NoError(t, os.MkdirAll(dst, 0o750))
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dst, e.Name()), b, 0o640))
-	}
+	copyFixture(t, filepath.Join("..", "..", "storage", "testdata", "v1log"), dst)
 	r := seglog(t, "", "verify", "--deep", root)
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "v1-0: 2 segments, 40 batches, 100 records, offsets [0, 100)")

@@ -118,14 +118,7 @@ func Compress(codec int16, raw []byte, xerial bool) ([]byte, error) {
 	case CodecNone:
 		return raw, nil
 	case CodecGzip:
-		w := gzip.NewWriter(&buf)
-		if _, err := w.Write(raw); err != nil {
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
-		return buf.Bytes(), nil
+		return writeAll(&buf, gzip.NewWriter(&buf), raw)
 	case CodecSnappy:
 		if !xerial {
 			return snappy.Encode(nil, raw), nil
@@ -142,14 +135,7 @@ func Compress(codec int16, raw []byte, xerial bool) ([]byte, error) {
 		}
 		return out, nil
 	case CodecLZ4:
-		w := lz4.NewWriter(&buf)
-		if _, err := w.Write(raw); err != nil {
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
-		return buf.Bytes(), nil
+		return writeAll(&buf, lz4.NewWriter(&buf), raw)
 	case CodecZstd:
 		enc, err := zstd.NewWriter(nil)
 		if err != nil {
@@ -158,6 +144,18 @@ func Compress(codec int16, raw []byte, xerial bool) ([]byte, error) {
 		return enc.EncodeAll(raw, nil), nil
 	}
 	return nil, fmt.Errorf("kafkatest: codec %d", codec)
+}
+
+// writeAll writes raw through w, a compressor writing into buf, closes it
+// and returns buf's bytes.
+func writeAll(buf *bytes.Buffer, w io.WriteCloser, raw []byte) ([]byte, error) {
+	if _, err := w.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // Decompress undoes Compress (raw or xerial snappy).

@@ -161,3 +161,36 @@ func TestLogAppendTimeStampsBatches(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), off, "the time index holds the append time")
 }
+
+// A topic's timestamp type and Kafka codec names are kept with the topic
+// and applied to its partitions; s2, a codec of the version-1 format, is
+// read as snappy; unknown names are refused.
+func TestTopicConfigKafkaSettings(t *testing.T) {
+	root := t.TempDir()
+	s, err := OpenStore(root, StoreOptions{})
+	require.NoError(t, err)
+	defer s.Close()
+	cases := []struct {
+		topic string
+		cfg   TopicConfig
+		codec segment.Codec
+		ts    segment.TimestampType
+	}{
+		{"appendtime", TopicConfig{TimestampType: "LogAppendTime", Compression: "lz4"}, segment.CodecLZ4, segment.LogAppendTime},
+		{"createtime", TopicConfig{TimestampType: "CreateTime", Compression: "gzip"}, segment.CodecGzip, segment.CreateTime},
+		{"legacy", TopicConfig{Compression: "s2"}, segment.CodecSnappy, segment.CreateTime},
+	}
+	for _, tc := range cases {
+		require.NoError(t, s.CreateTopic(tc.topic, 1, tc.cfg), tc.topic)
+		l, err := s.Log(tc.topic, 0)
+		require.NoError(t, err)
+		assert.Equal(t, tc.codec, l.opts.Compression, tc.topic)
+		assert.Equal(t, tc.ts, l.opts.TimestampType, tc.topic)
+		got, err := s.TopicConfig(tc.topic)
+		require.NoError(t, err)
+		assert.Equal(t, tc.cfg, got, "stored and read back")
+	}
+	for _, bad := range []TopicConfig{{TimestampType: "WallClock"}, {Compression: "brotli"}} {
+		assert.ErrorIs(t, s.CreateTopic("bad", 1, bad), ErrInvalidOptions)
+	}
+}

@@ -199,3 +199,17 @@ func TestV1DirectoryTruncates(t *testing.T) {
 	require.NoError(t, r.Err())
 	assert.Equal(t, end+5, n)
 }
+
+// Retention deletes version-1 segments from the front like any other.
+func TestV1DirectoryRetention(t *testing.T) {
+	dir := copyV1Log(t)
+	l, err := Open(dir, small())
+	require.NoError(t, err)
+	defer l.Close()
+	appendV2(t, l, 60)
+	res, err := l.DeleteSegmentsBefore(90)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Segments, "the first version-1 segment, [0, 81)")
+	assert.Equal(t, int64(81), l.StartOffset())
+	assertMixedRecords(t, l, 81, v1Records+60)
+}

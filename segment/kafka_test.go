@@ -2,6 +2,8 @@ package segment_test
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/seglog/seglog/internal/kafkatest"
@@ -135,4 +137,60 @@ func randomRecords(rng *rand.Rand, n int) []segment.Record {
 		}
 	}
 	return recs
+}
+
+// For random batches (sizes, timestamps out of order, gaps in offsets) and
+// index intervals, a segment's .index and .timeindex after Close, and
+// again after Recover rebuilt them, are what Kafka's LogSegment rule gives
+// (kafkatest.Indexes, written from Kafka's source apart from this code).
+func TestIndexesFollowKafkasRule(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 4096))
+	for iter := 0; iter < 20; iter++ {
+		interval := []int{1, 100, 512, 4096, 65536}[iter%5] // 0 would be the default, 4096
+		dir := t.TempDir()
+		const base = 1000
+		opts := segment.Options{IndexIntervalBytes: interval, MaxIndexBytes: 1 << 20}
+		s, err := segment.Create(dir, base, opts)
+		require.NoError(t, err)
+		next := int64(base)
+		var log []byte
+		for b := 0; b < 5+rng.IntN(60); b++ {
+			spec := kafkatest.Batch{Attributes: kafkatest.Codecs[rng.IntN(len(kafkatest.Codecs))], LastOffsetDelta: -1,
+				ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Records: kafkatest.RandomRecords(rng, 1+rng.IntN(8))}
+			if rng.IntN(5) == 0 {
+				spec.LastOffsetDelta = int32(len(spec.Records) + rng.IntN(5)) // gaps after the last record
+			}
+			batch, err := kafkatest.Build(spec)
+			require.NoError(t, err)
+			segment.SetBaseOffset(batch, next)
+			h, err := segment.CheckBatch(batch, segment.DefaultLimits, true)
+			require.NoError(t, err)
+			_, err = s.Append(batch, h)
+			require.NoError(t, err)
+			log = append(log, batch...)
+			next = h.NextOffset()
+		}
+		require.NoError(t, s.Close())
+		wantIdx, wantTime, err := kafkatest.Indexes(log, base, interval)
+		require.NoError(t, err)
+		wantIdx, wantTime = append([]byte{}, wantIdx...), append([]byte{}, wantTime...) // empty files, not nil
+		check := func(when string) {
+			got, err := os.ReadFile(filepath.Join(dir, segment.FileName(base, segment.LogSuffix)))
+			require.NoError(t, err)
+			require.Equal(t, log, got, "the .log %s", when)
+			got, err = os.ReadFile(filepath.Join(dir, segment.FileName(base, segment.IndexSuffix)))
+			require.NoError(t, err)
+			assert.Equal(t, wantIdx, got, ".index, interval %d, %s", interval, when)
+			got, err = os.ReadFile(filepath.Join(dir, segment.FileName(base, segment.TimeIndexSuffix)))
+			require.NoError(t, err)
+			assert.Equal(t, wantTime, got, ".timeindex, interval %d, %s", interval, when)
+		}
+		check("after appends and Close")
+
+		r := segment.Open(dir, base, next, opts)
+		_, err = r.Recover()
+		require.NoError(t, err)
+		require.NoError(t, r.Close())
+		check("after Recover")
+	}
 }

@@ -61,12 +61,28 @@ type Baseline struct {
 	Ratio float64 `json:"ratio"`
 }
 
-// Target is one of the storage issue's performance targets, checked
-// against this run.
+// Target is one of seglog's performance targets (the figures it is
+// designed to reach on a typical server), checked against this run.
 type Target struct {
 	Name  string `json:"name"`  // what is required
 	Value string `json:"value"` // what was measured
 	Met   bool   `json:"met"`
+}
+
+// AddParam adds a parameter to the result (for workloads defined outside
+// this package).
+func (r *Result) AddParam(name string, value any) { r.param(name, value) }
+
+// SetMetric sets a workload-specific figure.
+func (r *Result) SetMetric(name string, v float64) { r.metric(name, v) }
+
+// Finish fills the rates of the result and of its baseline from their
+// counts and elapsed times; a workload calls it last.
+func (r *Result) Finish() {
+	if r.Baseline != nil {
+		r.Baseline.finish()
+	}
+	r.finish()
 }
 
 func (r *Result) param(name string, value any) {

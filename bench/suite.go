@@ -34,11 +34,31 @@ type Config struct {
 	// Producers is N of the durable group-commit variant and the
 	// concurrent offsets committers (8).
 	Producers int `json:"producers"`
-	// Full sets the sizes of the storage issue's targets where a size is
-	// not given.
+	// Full sets the sizes that seglog's performance targets are stated for
+	// where a size is not given.
 	Full bool `json:"full"`
 	// Workloads selects workload groups by name (all when empty).
 	Workloads []string `json:"workloads,omitempty"`
+	// Extra are groups of workloads defined outside this package (a
+	// protocol server's, which this package may not import), run after
+	// the groups of Groups, and selected by name like them.
+	Extra []ExtraGroup `json:"-"`
+}
+
+// ExtraGroup is a group of workloads defined outside this package.
+// Workloads returns them for a Config with its defaults filled.
+type ExtraGroup struct {
+	Name      string
+	Workloads func(c Config) []Workload
+}
+
+// groupNames returns the names of Groups and of c's extra groups.
+func (c Config) groupNames() []string {
+	names := slices.Clone(Groups)
+	for _, g := range c.Extra {
+		names = append(names, g.Name)
+	}
+	return names
 }
 
 // Groups lists the workload groups a suite can run, in order.
@@ -75,14 +95,14 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-func canonicalGroup(name string) (string, bool) {
+func canonicalGroup(name string, names []string) (string, bool) {
 	switch name {
 	case "e2e", "endtoend":
 		name = "end-to-end"
 	case "random", "randomread":
 		name = "random-read"
 	}
-	return name, slices.Contains(Groups, name)
+	return name, slices.Contains(names, name)
 }
 
 type suiteEntry struct {
@@ -95,9 +115,9 @@ func Suite(c Config) ([]Workload, error) {
 	c = c.WithDefaults()
 	want := map[string]bool{}
 	for _, n := range c.Workloads {
-		g, ok := canonicalGroup(n)
+		g, ok := canonicalGroup(n, c.groupNames())
 		if !ok {
-			return nil, fmt.Errorf("unknown workload %q (want one of %s)", n, strings.Join(Groups, ", "))
+			return nil, fmt.Errorf("unknown workload %q (want one of %s)", n, strings.Join(c.groupNames(), ", "))
 		}
 		want[g] = true
 	}
@@ -116,7 +136,7 @@ func Suite(c Config) ([]Workload, error) {
 		{"produce", Produce{Label: "produce-100b-validate", RecordSize: 100, BatchSize: 100, Records: c.Size / 400, ValidateRecords: true}},
 		{"produce", Produce{Label: "produce-1k-4p", RecordSize: 1024, BatchSize: 100, Partitions: 4, Producers: 4, Records: k1}},
 		{"produce", Produce{Label: "produce-1k-zstd-append", RecordSize: 1024, BatchSize: 100, Codec: segment.CodecZstd, Path: PathRecords, Records: k1 / 4}},
-		{"produce", Produce{Label: "produce-1k-s2-append", RecordSize: 1024, BatchSize: 100, Codec: segment.CodecS2, Path: PathRecords, Records: k1 / 4}},
+		{"produce", Produce{Label: "produce-1k-lz4-append", RecordSize: 1024, BatchSize: 100, Codec: segment.CodecLZ4, Path: PathRecords, Records: k1 / 4}},
 		{"consume", Consume{Label: "consume-1k", RecordSize: 1024, BatchSize: 100, Records: k1}},
 		{"consume", Consume{Label: "consume-1k-reader", RecordSize: 1024, BatchSize: 100, Records: k1, Mode: ModeRecords}},
 		{"consume", Consume{Label: "consume-1k-4p-2c", RecordSize: 1024, BatchSize: 100, Partitions: 4, Consumers: 2, Records: k1}},
@@ -129,6 +149,11 @@ func Suite(c Config) ([]Workload, error) {
 		{"offsets", Offsets{Label: "offsets-1c-always", Committers: 1, Sync: offsets.SyncAlways, Duration: c.Duration / 2}},
 		{"offsets", Offsets{Label: fmt.Sprintf("offsets-%dc-always", c.Producers), Committers: c.Producers, Sync: offsets.SyncAlways, Duration: c.Duration / 2}},
 		{"offsets", Offsets{Label: "offsets-1c-never", Committers: 1, Sync: offsets.SyncNever, Duration: c.Duration / 2}},
+	}
+	for _, g := range c.Extra {
+		for _, w := range g.Workloads(c) {
+			all = append(all, suiteEntry{g.Name, w})
+		}
 	}
 	var out []Workload
 	for _, e := range all {
@@ -200,7 +225,7 @@ func kernelRelease() string {
 	return strings.TrimSpace(string(b))
 }
 
-// addTargets checks the storage issue's targets against the results that
+// addTargets checks seglog's performance targets against the results that
 // measure them.
 func addTargets(rep *Report, c Config) {
 	find := func(name string) *Result {

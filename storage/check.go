@@ -263,7 +263,7 @@ func checkPartitionState(opts CheckOptions, dir string) ([]Problem, partitionSta
 		}
 		chk, idxProbs := loadIndexes(fsys, dir, base, empty)
 		sc, err := scanLogEach(fsys, dir, base, -1, opts.Limits, func(pos int64, h segment.Header) {
-			chk.Batch(pos, h.BaseOffset, h.MaxTimestamp)
+			chk.Batch(pos, h.IndexOffset(), h.MaxTimestamp)
 		})
 		if err != nil {
 			return nil, st, fmt.Errorf("storage: check %s: %w", path, err)

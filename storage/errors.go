@@ -2,7 +2,6 @@ package storage
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/seglog/seglog/segment"
 )
@@ -57,15 +56,3 @@ var (
 	// offsets past MaxOffset: the log is full for good.
 	ErrOffsetOverflow = errors.New("storage: offsets exhausted")
 )
-
-// invalidBatch reports a batch that a caller asked to append and that
-// does not pass the segment's checks. The checks are the ones that read
-// data from disk, so their errors wrap ErrCorrupt; a caller's bytes are not
-// the disk's: the result wraps ErrInvalidBatch (and ErrTooLarge for a
-// batch over the limits) and keeps the reason's text, never ErrCorrupt.
-func invalidBatch(err error) error {
-	if errors.Is(err, segment.ErrTooLarge) {
-		return fmt.Errorf("%w: %w: %s", ErrInvalidBatch, ErrTooLarge, err.Error())
-	}
-	return fmt.Errorf("%w: %s", ErrInvalidBatch, err.Error())
-}

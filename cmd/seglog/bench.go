@@ -40,9 +40,10 @@ func benchCommand(e *env) *cobra.Command {
 	var c bench.Config
 	var o bench.CommandOptions
 	var workloads []string
-	cmd := command(e, "bench [WORKLOAD...] [flags]", "measure the storage engine on this disk", strings.Replace(benchDesc, "%s", strings.Join(bench.Groups, ", "), 1), benchExample,
+	cmd := command(e, "bench [WORKLOAD...] [flags]", "measure the storage engine on this disk", strings.Replace(benchDesc, "%s", strings.Join(benchGroups(), ", "), 1), benchExample,
 		func(cl *cli, pos []string) int {
 			c.Workloads = append(append([]string{}, workloads...), pos...)
+			c.Extra = []bench.ExtraGroup{kestrelBenchGroup()}
 			ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt)
 			defer stop()
 			err := bench.RunCommand(ctx, c, o, e.stdout, e.stderr)
@@ -67,7 +68,13 @@ func benchCommand(e *env) *cobra.Command {
 	f.IntVar(&c.Producers, "producers", 8, "goroutines of the durable group-commit and concurrent-offsets variants")
 	f.BoolVar(&c.Full, "full", false, "the sizes the targets are stated for (2GiB produce, 512MiB logs, 5s variants; a few minutes)")
 	_ = cmd.MarkFlagDirname("dir")
-	cmd.ValidArgs = append(append([]string{}, bench.Groups...), "e2e", "random")
-	completeValues(cmd, "workloads", bench.Groups)
+	cmd.ValidArgs = append(benchGroups(), "e2e", "random")
+	completeValues(cmd, "workloads", benchGroups())
 	return cmd
+}
+
+// benchGroups are the workload groups of seglog bench: the bench
+// package's and the protocol servers'.
+func benchGroups() []string {
+	return append(append([]string{}, bench.Groups...), kestrelBenchGroup().Name)
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -186,7 +187,7 @@ func TestRepair(t *testing.T) {
 		assert.Equal(t, cutAt, cut.From)
 		assert.Equal(t, end, cut.Upto)
 		assert.Equal(t, victim.Path, cut.File)
-		kept, err := os.ReadFile(filepath.Join(dir, QuarantineDir, filepath.Base(victim.Path)+".from-byte-"+itoa64(pos)))
+		kept, err := os.ReadFile(filepath.Join(dir, QuarantineDir, filepath.Base(victim.Path)+".from-byte-"+strconv.FormatInt(pos, 10)))
 		require.NoError(t, err)
 		assert.Equal(t, victim.Size-pos, int64(len(kept)), "the bytes cut are kept")
 		assert.FileExists(t, filepath.Join(dir, QuarantineDir, filepath.Base(segs[3].Path)))
@@ -201,17 +202,4 @@ func TestRepair(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, after.Problems)
 	})
-}
-
-func itoa64(v int64) string { return filepath.Base(filepath.Join("/", fmtInt(v))) }
-
-func fmtInt(v int64) string {
-	if v == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; v > 0; v /= 10 {
-		b = append([]byte{byte('0' + v%10)}, b...)
-	}
-	return string(b)
 }

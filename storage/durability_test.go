@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Regression tests for the durability and correctness defects of issue 12
-// that need no power-cut simulation (those are in internal/crashtest).
+// Durability and correctness checks that need no power-cut simulation
+// (those are in internal/crashtest).
 
 // Offsets stop at MaxOffset: an append that would pass it is refused, and
 // a segment named past it is refused at open.

@@ -166,3 +166,21 @@ func waitRollFlushed(t testing.TB, l *Log) {
 		return !l.rollDueLocked() && !l.rollFlusher
 	}, 30*time.Second, time.Millisecond, "the background fsync of rolled segments")
 }
+
+// waitForWaiters waits until n goroutines are blocked in the log's Wait
+// (or WaitCommitted): a test that then checks they have not returned
+// checks a waiter that is really waiting.
+func waitForWaiters(t testing.TB, l *Log, n int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return l.waiters.Load() == n }, 10*time.Second, time.Millisecond, "waiters registered")
+}
+
+// requireBlocked checks that nothing has arrived on done yet.
+func requireBlocked(t testing.TB, done <-chan error, msg string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		require.Failf(t, msg, "returned %v", err)
+	default:
+	}
+}

@@ -70,11 +70,8 @@ func TestWaitWakesAndCancels(t *testing.T) {
 	l := openLog(t, t.TempDir(), small())
 	done := make(chan error, 1)
 	go func() { done <- l.Wait(context.Background(), 0) }()
-	select {
-	case <-done:
-		t.Fatal("Wait returned before an append")
-	case <-time.After(20 * time.Millisecond):
-	}
+	waitForWaiters(t, l, 1)
+	requireBlocked(t, done, "Wait returned before an append")
 	fill(t, l, 1, 1)
 	select {
 	case err := <-done:
@@ -87,7 +84,7 @@ func TestWaitWakesAndCancels(t *testing.T) {
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
 	go func() { done <- l.Wait(context.Background(), 5) }()
-	time.Sleep(10 * time.Millisecond)
+	waitForWaiters(t, l, 1)
 	require.NoError(t, l.Close())
 	assert.ErrorIs(t, <-done, ErrClosed)
 }

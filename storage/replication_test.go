@@ -330,7 +330,8 @@ func TestHighWatermark(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- l.WaitCommitted(context.Background(), 60) }()
-	time.Sleep(10 * time.Millisecond)
+	waitForWaiters(t, l, 1)
+	requireBlocked(t, done, "WaitCommitted returned below the high watermark")
 	require.NoError(t, l.SetHighWatermark(70))
 	require.NoError(t, <-done, "raising the high watermark wakes committed waiters")
 	assert.True(t, r.Next(), "the reader continues once it rises")

@@ -1,8 +1,8 @@
 package storage
 
 // Tests of a roll that leaves the old segment's seal to the background
-// flusher, from a hostile review of the change: each failed before its
-// fix (see the commit that added this file).
+// flusher: the recovery point, the sizes reported and the files on disk
+// while seals are pending, and Checkpoint and Close under rolling load.
 
 import (
 	"os"
@@ -245,7 +245,8 @@ func TestCheckpointUnderRollingLoad(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Under way: the appenders have rolled a few segments.
+	require.Eventually(t, func() bool { return len(l.segments()) > 8 }, 30*time.Second, time.Millisecond, "the appenders roll segments")
 	var worst time.Duration
 	for i := 0; i < 5; i++ {
 		done := make(chan error, 1)

@@ -38,7 +38,9 @@
 // (SetBaseOffset, SetLeaderEpoch). A log whose timestamps are
 // LogAppendTime is the one case that changes covered bytes: it sets the
 // timestamp-type bit and maxTimestamp and computes the CRC again
-// (SetLogAppendTime). Codecs, Kafka's numbers: 0 none, 1 gzip, 2 snappy
+// (SetLogAppendTime). Segment.Place does all three for the log, and the
+// segment alone decides that it is full (Options.Roll, its indexes, its
+// hard limits): Append then returns ErrFull. Codecs, Kafka's numbers: 0 none, 1 gzip, 2 snappy
 // (written as one raw block; the xerial framing Kafka's Java client writes
 // is read too), 3 lz4 (the LZ4 frame format), 4 zstd. Only the records
 // section is compressed; the header never is.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/edsrzf/mmap-go"
 	"github.com/seglog/seglog/index"
@@ -71,6 +72,20 @@ type Options struct {
 	// map of its .log reserves (default DefaultMaxMapBytes); reads past
 	// it use pread. The log sets it to its roll size plus one batch.
 	MaxMapBytes int64
+	// Roll says when the segment is full before its hard limits: Append
+	// then returns ErrFull, and the log rolls. Zero: never.
+	Roll RollPolicy
+}
+
+// RollPolicy is when a segment that holds data is full: the batch to
+// append would take it past Bytes, or its first batch's timestamp is Age
+// or more before Now (as Kafka's segment.bytes and segment.ms). The age
+// counts from a timestamp on disk, so it survives reopening and
+// truncation.
+type RollPolicy struct {
+	Bytes int64         // 0: no size limit but MaxSegmentBytes
+	Age   time.Duration // 0: none
+	Now   func() time.Time
 }
 
 // DefaultMaxMapBytes is the default MaxMapBytes.

@@ -40,10 +40,7 @@ func (s *Segment) Append(batch []byte, h Header) (pos int64, err error) {
 		return 0, fmt.Errorf("segment: append at offset %d, next is %d", h.BaseOffset, s.next.Load())
 	}
 	pos = s.size.Load()
-	if pos+int64(len(batch)) > MaxSegmentBytes || h.NextOffset()-s.base > math.MaxUint32 {
-		return 0, ErrFull
-	}
-	if s.indexDue(pos) && (s.oidx.Full() || s.tidx.Full()) {
+	if s.fullLocked(pos, len(batch), h) {
 		return 0, ErrFull
 	}
 	// On any error below, the writer's view goes back to what it was.
@@ -71,6 +68,33 @@ func (s *Segment) Append(batch []byte, h Header) (pos int64, err error) {
 	s.size.Store(pos + int64(len(batch)))
 	s.next.Store(h.NextOffset())
 	return pos, nil
+}
+
+// fullLocked is the one decision that the segment, holding size bytes,
+// is full for a batch of n bytes that h describes: by the roll policy
+// (Options.Roll: size and age, for a segment that holds data), by its
+// hard limits (MaxSegmentBytes, offsets relative to the base in 32 bits)
+// or because its indexes have no room for the entry the batch is due.
+// The caller holds s.mu and is the writer.
+func (s *Segment) fullLocked(size int64, n int, h Header) bool {
+	if size+int64(n) > MaxSegmentBytes || h.NextOffset()-s.base > math.MaxUint32 {
+		return true
+	}
+	if s.indexDue(size) && (s.oidx.Full() || s.tidx.Full()) {
+		return true
+	}
+	if size == 0 {
+		return false
+	}
+	roll := s.opts.Roll
+	if roll.Bytes > 0 && size+int64(n) > roll.Bytes {
+		return true
+	}
+	if roll.Age <= 0 || roll.Now == nil {
+		return false
+	}
+	first, ok := s.FirstTimestamp()
+	return ok && roll.Now().UnixMilli()-first >= roll.Age.Milliseconds()
 }
 
 // preallocChunk is how far past the data the .log is preallocated.

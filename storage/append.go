@@ -142,30 +142,25 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 		}
 	}
 	active := l.active()
-	if l.shouldRollLocked(active, len(batch)) {
-		if err := l.rollLocked(); err != nil {
-			return AppendResult{}, err
-		}
-		active = l.active()
-	}
 	base := l.end.Load()
 	if base > MaxOffset+1-h.Offsets() {
 		return AppendResult{}, fmt.Errorf("%w: %d offsets at offset %d would pass the largest offset %d", ErrOffsetOverflow, h.Offsets(), base, MaxOffset)
 	}
-	if l.stampEpoch >= 0 && h.LeaderEpoch != l.stampEpoch {
-		segment.SetLeaderEpoch(batch, l.stampEpoch)
-		h.LeaderEpoch = l.stampEpoch
+	epoch := h.LeaderEpoch
+	if l.stampEpoch >= 0 {
+		epoch = l.stampEpoch
 	}
-	if err := l.noteEpochLocked(h.LeaderEpoch, base); err != nil {
+	if err := l.noteEpochLocked(epoch, base); err != nil {
 		return AppendResult{}, err
 	}
-	segment.SetBaseOffset(batch, base)
-	h.BaseOffset = base
-	if l.opts.TimestampType == segment.LogAppendTime {
-		h = segment.SetLogAppendTime(batch, h, l.opts.Now().UnixMilli())
+	stamp := segment.Stamp{LeaderEpoch: l.stampEpoch, LogAppendTime: l.opts.TimestampType == segment.LogAppendTime}
+	if stamp.LogAppendTime {
+		stamp.AppendTime = l.opts.Now().UnixMilli()
 	}
+	h = active.Place(batch, h, stamp)
 	_, err := active.Append(batch, h)
-	// Full, or sealed by a roll that failed half-way: roll (again).
+	// Full (the segment's decision: Options.Roll), or sealed by a roll
+	// that failed half-way: roll (again). The new segment starts at base.
 	if errors.Is(err, segment.ErrFull) || errors.Is(err, segment.ErrSealed) {
 		if err := l.rollLocked(); err != nil {
 			return AppendResult{}, err
@@ -193,23 +188,6 @@ func (l *Log) writeError(err error) error {
 		return fmt.Errorf("storage: append to %s: %w: %w", l.dir, ErrDiskFull, err)
 	}
 	return fmt.Errorf("storage: append to %s: %w", l.dir, err)
-}
-
-func (l *Log) shouldRollLocked(active *segment.Segment, n int) bool {
-	size, err := active.Size()
-	if err != nil || size == 0 {
-		return false
-	}
-	if size+int64(n) > l.opts.SegmentBytes {
-		return true
-	}
-	if l.opts.SegmentAge <= 0 {
-		return false
-	}
-	// The age counts from the first batch's timestamp, which is on disk:
-	// it survives reopening and truncation (as Kafka's segment.ms).
-	first, ok := active.FirstTimestamp()
-	return ok && l.opts.Now().UnixMilli()-first >= l.opts.SegmentAge.Milliseconds()
 }
 
 // rollLocked seals the active segment and starts a new one at the end

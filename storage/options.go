@@ -235,6 +235,7 @@ func (o Options) segmentOptions() segment.Options {
 		FileMode:           o.FileMode,
 		Budget:             o.Budget,
 		MaxMapBytes:        o.SegmentBytes + int64(o.Limits.MaxBatchBytes),
+		Roll:               segment.RollPolicy{Bytes: o.SegmentBytes, Age: o.SegmentAge, Now: o.Now},
 		ReadOnly:           o.ReadOnly,
 	}
 }

@@ -82,32 +82,32 @@ func (l *Log) AppendBatch(batch []byte) (AppendResult, error) {
 }
 
 func (l *Log) append(batch []byte, h segment.Header) (AppendResult, error) {
-	l.appendsStarted.Add(1)
-	l.appending.Add(1)
+	l.commit.appendsStarted.Add(1)
+	l.commit.appending.Add(1)
 	l.writeMu.Lock()
 	res, err := l.appendLocked(batch, h)
 	if err != nil {
 		l.writeMu.Unlock()
-		l.appending.Add(-1)
+		l.commit.appending.Add(-1)
 		return res, err
 	}
-	gen := l.truncGen.Load()
+	gen := l.commit.truncGen.Load()
 	switch l.opts.Sync {
 	case SyncAlways:
 		l.writeMu.Unlock()
-		l.appending.Add(-1)
+		l.commit.appending.Add(-1)
 		return res, l.syncAppended(res, gen)
 	case SyncEveryN:
-		l.sinceSync += int(h.Offsets())
-		if l.sinceSync >= l.opts.SyncEveryRecords {
-			l.sinceSync = 0
+		l.commit.sinceSync += int(h.Offsets())
+		if l.commit.sinceSync >= l.opts.SyncEveryRecords {
+			l.commit.sinceSync = 0
 			l.writeMu.Unlock()
-			l.appending.Add(-1)
+			l.commit.appending.Add(-1)
 			return res, l.syncAppended(res, gen)
 		}
 	}
 	l.writeMu.Unlock()
-	l.appending.Add(-1)
+	l.commit.appending.Add(-1)
 	return res, nil
 }
 
@@ -133,7 +133,7 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 		return AppendResult{}, err
 	}
 	if h.HasProducer() {
-		dup, err := l.producers.check(h)
+		dup, err := l.repl.producers.check(h)
 		if err != nil {
 			return AppendResult{}, err
 		}
@@ -147,13 +147,13 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 		return AppendResult{}, fmt.Errorf("%w: %d offsets at offset %d would pass the largest offset %d", ErrOffsetOverflow, h.Offsets(), base, MaxOffset)
 	}
 	epoch := h.LeaderEpoch
-	if l.stampEpoch >= 0 {
-		epoch = l.stampEpoch
+	if l.repl.stampEpoch >= 0 {
+		epoch = l.repl.stampEpoch
 	}
 	if err := l.noteEpochLocked(epoch, base); err != nil {
 		return AppendResult{}, err
 	}
-	stamp := segment.Stamp{LeaderEpoch: l.stampEpoch, LogAppendTime: l.opts.TimestampType == segment.LogAppendTime}
+	stamp := segment.Stamp{LeaderEpoch: l.repl.stampEpoch, LogAppendTime: l.opts.TimestampType == segment.LogAppendTime}
 	if stamp.LogAppendTime {
 		stamp.AppendTime = l.opts.Now().UnixMilli()
 	}
@@ -172,7 +172,7 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 		return AppendResult{}, l.writeError(err)
 	}
 	if h.HasProducer() {
-		l.producers.update(h, l.opts.Now().UnixMilli())
+		l.repl.producers.update(h, l.opts.Now().UnixMilli())
 	}
 	l.end.Store(h.NextOffset())
 	l.wakeWaiters()
@@ -218,10 +218,10 @@ func (l *Log) rollLocked() error {
 	// one that did not see old registered read flushed before this roll
 	// did (writeRecoveryPoint reads it before rollFloor), so when it
 	// wrote old's end the roll seals old durably itself.
-	waiting := l.addRollPending(old)
-	background := l.flushed.Load() < end
+	waiting := l.roll.add(old)
+	background := l.commit.flushed.Load() < end
 	unsealed := background && waiting < maxUnsealedRolls
-	l.setUnsealed(old, unsealed)
+	l.roll.setUnsealed(old, unsealed)
 	switch {
 	case !background:
 		if err := old.Seal(); err != nil {
@@ -229,7 +229,7 @@ func (l *Log) rollLocked() error {
 			// acknowledged past this segment until a reopen recovers it.
 			return l.fail(err)
 		}
-		l.dropRollPending(old)
+		l.roll.drop(old)
 	case !unsealed:
 		if err := old.SealUnsynced(); err != nil {
 			return l.fail(err)
@@ -247,7 +247,7 @@ func (l *Log) rollLocked() error {
 	// offset, the background flusher or a Sync (syncDirIfDue): under
 	// heavy writeback it waited 50-100 ms for the journal here.
 	if background {
-		l.dirSyncDue.Add(1)
+		l.commit.dirSyncDue.Add(1)
 	} else if err := l.opts.FS.SyncDir(l.dir); err != nil {
 		_ = seg.Delete()
 		return l.fail(err)

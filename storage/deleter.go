@@ -264,7 +264,7 @@ func (l *Log) removeDroppedLocked(remove bool) error {
 		}
 		return l.writeStartFileLocked()
 	}
-	l.producers.expire(l.start.Load(), l.opts.Now().Add(-l.opts.ProducerExpiry).UnixMilli())
+	l.repl.producers.expire(l.start.Load(), l.opts.Now().Add(-l.opts.ProducerExpiry).UnixMilli())
 	if err := l.durableMarkerRemovalLocked(); err != nil {
 		return fmt.Errorf("storage: delete segments of %s: %w", l.dir, err)
 	}

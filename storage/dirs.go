@@ -184,7 +184,7 @@ func listPartition(fsys vfs.FS, dir string) (PartitionListing, error) {
 	slices.Sort(pl.Segments)
 	slices.Sort(pl.Snapshots)
 	// The verdict comes from the log's own listing, read-only.
-	probe := &Log{dir: dir, opts: Options{FS: fsys, ReadOnly: true}}
+	probe := &Log{view: view{dir: dir, opts: Options{FS: fsys, ReadOnly: true}}}
 	if _, err := probe.listDir(); err != nil {
 		pl.Refused = err
 	}

@@ -261,7 +261,7 @@ func TestStampDoesNotCoverLaterChanges(t *testing.T) {
 			l, err := Open(dir, small())
 			require.NoError(t, err)
 			assert.FileExists(t, snap, "a snapshot at the end offset")
-			for _, off := range l.snapshots {
+			for _, off := range l.repl.snapshots {
 				assert.FileExists(t, filepath.Join(dir, segment.FileName(off, snapshotSuffix)))
 			}
 			assert.Equal(t, int64(600), readAll(t, l, 0))

@@ -47,6 +47,17 @@
 // atomically. The end offset is published after the batch bytes and index
 // entries are written, so a reader never sees half a batch.
 //
+// A Log's state is in parts that each own their fields and lock, in a
+// file of their own: the published view readers load (log.go), group
+// commit (groupcommit.go), the background flusher of rolled segments
+// (rollflusher.go), checkpoints (checkpoints.go), the clean-shutdown
+// manifest and marker (cleanshutdown.go), the replication state
+// (replication.go) and the tail waiters (tail.go). Locks are taken in one
+// order: the writer lock, then the group-commit flag's lock, the
+// checkpoint lock, the leader-epoch cache's lock, a segment's lock and the
+// file budget's; the rolled-segment list's lock is taken last, with
+// nothing locked inside it (the Log type's doc has the details).
+//
 // # Durability
 //
 // Options.Sync chooses when data is fsynced: never (the OS writes it back),

@@ -601,10 +601,10 @@ func TestRollLeavesSealToBackground(t *testing.T) {
 // unsealedRolls counts the rolled segments whose seal waits for the
 // flusher.
 func unsealedRolls(l *Log) int {
-	l.rollMu.Lock()
-	defer l.rollMu.Unlock()
+	l.roll.mu.Lock()
+	defer l.roll.mu.Unlock()
 	n := 0
-	for _, r := range l.rollPending {
+	for _, r := range l.roll.pending {
 		if r.unsealed {
 			n++
 		}
@@ -615,18 +615,8 @@ func unsealedRolls(l *Log) int {
 // holdFlusher holds the background flusher of rolled segments out, as a
 // group commit in progress would, until release is called.
 func holdFlusher(l *Log) (release func()) {
-	l.syncMu.Lock()
-	for l.syncing {
-		l.syncCond.Wait()
-	}
-	l.syncing = true
-	l.syncMu.Unlock()
-	return func() {
-		l.syncMu.Lock()
-		l.syncing = false
-		l.syncCond.Broadcast()
-		l.syncMu.Unlock()
-	}
+	l.commit.acquire()
+	return l.commit.release
 }
 
 // indexFileSize returns the size of the offset index file of the segment

@@ -74,10 +74,10 @@ func (c *epochCache) truncateBefore(offset int64) bool {
 
 func (l *Log) writeEpochCacheLocked() error {
 	path := filepath.Join(l.dir, leaderEpochFile)
-	if err := vfs.WriteFileAtomic(l.opts.FS, path, l.epochs.encode(), l.opts.FileMode); err != nil {
+	if err := vfs.WriteFileAtomic(l.opts.FS, path, l.repl.epochs.encode(), l.opts.FileMode); err != nil {
 		return fmt.Errorf("storage: write %s: %w", leaderEpochFile, err)
 	}
-	l.epochsDirty = false
+	l.repl.epochsDirty = false
 	return nil
 }
 
@@ -88,8 +88,8 @@ func (l *Log) loadEpochCacheLocked() error {
 	if err == nil {
 		var c *epochCache
 		if c, err = decodeEpochCache(b); err == nil {
-			l.epochs = c
-			l.epochsDirty = c.truncateBefore(l.start.Load()) // written with the next change
+			l.repl.epochs = c
+			l.repl.epochsDirty = c.truncateBefore(l.start.Load()) // written with the next change
 			if c.truncateFrom(l.end.Load() + 1) {
 				return l.writeEpochCacheLocked()
 			}
@@ -109,7 +109,7 @@ func (l *Log) loadEpochCacheLocked() error {
 	if err != nil {
 		return fmt.Errorf("storage: rebuild leader epochs: %w", err)
 	}
-	l.epochs = c
+	l.repl.epochs = c
 	if missing && len(c.entries) == 0 {
 		return nil
 	}
@@ -120,7 +120,7 @@ func (l *Log) loadEpochCacheLocked() error {
 // offset; the checkpoint is written before the batch, so that a crash can
 // only leave an entry without data, never data without its entry.
 func (l *Log) noteEpochLocked(epoch int32, offset int64) error {
-	last, ok := l.epochs.latest()
+	last, ok := l.repl.epochs.latest()
 	if ok && epoch == last.Epoch {
 		return nil
 	}
@@ -130,9 +130,9 @@ func (l *Log) noteEpochLocked(epoch int32, offset int64) error {
 	if epoch < 0 {
 		return nil
 	}
-	l.epochMu.Lock()
-	l.epochs.entries = append(l.epochs.entries, EpochEntry{Epoch: epoch, StartOffset: offset})
-	l.epochMu.Unlock()
+	l.repl.epochMu.Lock()
+	l.repl.epochs.entries = append(l.repl.epochs.entries, EpochEntry{Epoch: epoch, StartOffset: offset})
+	l.repl.epochMu.Unlock()
 	return l.writeEpochCacheLocked()
 }
 
@@ -152,7 +152,7 @@ func (l *Log) SetLeaderEpoch(epoch int32) error {
 	if err := l.noteEpochLocked(epoch, l.end.Load()); err != nil {
 		return err
 	}
-	l.stampEpoch = epoch
+	l.repl.stampEpoch = epoch
 	return nil
 }
 
@@ -161,15 +161,15 @@ func (l *Log) SetLeaderEpoch(epoch int32) error {
 func (l *Log) SetFollower() {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
-	l.stampEpoch = -1
+	l.repl.stampEpoch = -1
 }
 
 // LeaderEpochs returns the leader epoch cache: each epoch and its first
 // offset, oldest first.
 func (l *Log) LeaderEpochs() []EpochEntry {
-	l.epochMu.Lock()
-	defer l.epochMu.Unlock()
-	return append([]EpochEntry(nil), l.epochs.entries...)
+	l.repl.epochMu.Lock()
+	defer l.repl.epochMu.Unlock()
+	return append([]EpochEntry(nil), l.repl.epochs.entries...)
 }
 
 // EndOffsetForEpoch answers a follower's question: for the largest epoch at
@@ -181,9 +181,9 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64,
 	if l.closed.Load() {
 		return 0, 0, ErrClosed
 	}
-	l.epochMu.Lock()
-	defer l.epochMu.Unlock()
-	es := l.epochs.entries
+	l.repl.epochMu.Lock()
+	defer l.repl.epochMu.Unlock()
+	es := l.repl.epochs.entries
 	i := len(es) - 1
 	for i >= 0 && es[i].Epoch > epoch {
 		i--

@@ -34,7 +34,7 @@ func (l *Log) loadFollower() error {
 		l.publish(nil)
 		l.start.Store(start)
 		l.end.Store(start)
-		l.flushed.Store(start)
+		l.commit.flushed.Store(start)
 		l.loadHighWatermark()
 		return nil
 	}
@@ -83,7 +83,7 @@ func (l *Log) loadFollower() error {
 	}
 	l.start.Store(start)
 	l.end.Store(tail.NextOffset())
-	l.flushed.Store(l.end.Load())
+	l.commit.flushed.Store(l.end.Load())
 	l.loadHighWatermark()
 	return nil
 }
@@ -109,10 +109,10 @@ func (l *Log) Refresh() (bool, error) {
 		return false, err
 	}
 	l.end.Store(l.active().NextOffset())
-	hw := l.hw.Load()
+	hw := l.repl.hw.Load()
 	l.loadHighWatermark()
 	moved := l.end.Load() != before
-	if moved || l.hw.Load() != hw {
+	if moved || l.repl.hw.Load() != hw {
 		l.wakeWaiters()
 	}
 	return moved, nil

@@ -161,9 +161,9 @@ func removeSegmentFiles(t testing.TB, dir string, base int64) {
 func waitRollFlushed(t testing.TB, l *Log) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		l.rollMu.Lock()
-		defer l.rollMu.Unlock()
-		return !l.rollDueLocked() && !l.rollFlusher
+		l.roll.mu.Lock()
+		defer l.roll.mu.Unlock()
+		return !l.roll.dueLocked(l.active()) && !l.roll.running
 	}, 30*time.Second, time.Millisecond, "the background fsync of rolled segments")
 }
 
@@ -172,7 +172,7 @@ func waitRollFlushed(t testing.TB, l *Log) {
 // checks a waiter that is really waiting.
 func waitForWaiters(t testing.TB, l *Log, n int64) {
 	t.Helper()
-	require.Eventually(t, func() bool { return l.waiters.Load() == n }, 10*time.Second, time.Millisecond, "waiters registered")
+	require.Eventually(t, func() bool { return l.tail.count.Load() == n }, 10*time.Second, time.Millisecond, "waiters registered")
 }
 
 // requireBlocked checks that nothing has arrived on done yet.

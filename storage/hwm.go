@@ -19,7 +19,7 @@ import (
 const highWatermarkFile = "high-watermark"
 
 // HighWatermark returns the high watermark.
-func (l *Log) HighWatermark() int64 { return l.hw.Load() }
+func (l *Log) HighWatermark() int64 { return l.repl.hw.Load() }
 
 // SetHighWatermark sets the high watermark. It must lie within
 // [StartOffset, EndOffset]; it wakes committed readers that wait.
@@ -35,7 +35,7 @@ func (l *Log) SetHighWatermark(hw int64) error {
 	if hw < l.start.Load() || hw > l.end.Load() {
 		return fmt.Errorf("%w: high watermark %d outside [%d, %d]", ErrOffsetOutOfRange, hw, l.start.Load(), l.end.Load())
 	}
-	l.hw.Store(hw)
+	l.repl.hw.Store(hw)
 	l.wakeWaiters()
 	return nil
 }
@@ -44,16 +44,16 @@ func (l *Log) SetHighWatermark(hw int64) error {
 // Truncate and Close call it, possibly at once: ckptMu keeps their writes
 // (and the record of what was written) in order.
 func (l *Log) checkpointHighWatermark() error {
-	l.ckptMu.Lock()
-	defer l.ckptMu.Unlock()
-	v := l.hw.Load()
-	if v == l.hwCheckpointed.Load() {
+	l.ckpt.mu.Lock()
+	defer l.ckpt.mu.Unlock()
+	v := l.repl.hw.Load()
+	if v == l.repl.hwCheckpointed.Load() {
 		return nil
 	}
 	if err := writeCheckpoint(l.opts.FS, l.dir, highWatermarkFile, v, l.opts.FileMode); err != nil {
 		return err
 	}
-	l.hwCheckpointed.Store(v)
+	l.repl.hwCheckpointed.Store(v)
 	return nil
 }
 
@@ -67,19 +67,19 @@ func (l *Log) loadHighWatermark() {
 		v = l.start.Load()
 	}
 	v = min(max(v, l.start.Load()), l.end.Load())
-	l.hw.Store(v)
+	l.repl.hw.Store(v)
 	switch {
 	case err == nil && ok && v == read, err == nil && !ok && v == l.start.Load():
-		l.hwCheckpointed.Store(v)
+		l.repl.hwCheckpointed.Store(v)
 	default:
-		l.hwCheckpointed.Store(math.MinInt64)
+		l.repl.hwCheckpointed.Store(math.MinInt64)
 	}
 }
 
 // lowerHighWatermark keeps the high watermark within the log after a
 // truncation or a deletion from the front.
 func (l *Log) clampHighWatermark() {
-	l.hw.Store(min(max(l.hw.Load(), l.start.Load()), l.end.Load()))
+	l.repl.hw.Store(min(max(l.repl.hw.Load(), l.start.Load()), l.end.Load()))
 }
 
 // ReadCommitted is ReadInto bounded by the high watermark: it returns only
@@ -89,7 +89,7 @@ func (l *Log) clampHighWatermark() {
 // further: it returns the records of a straddling batch that are below
 // the mark.)
 func (l *Log) ReadCommitted(dst []byte, offset int64, maxBytes int) ([]byte, error) {
-	hw := l.hw.Load()
+	hw := l.repl.hw.Load()
 	data, err := l.readBounded(dst, offset, maxBytes, hw)
 	if err != nil {
 		return data, err
@@ -105,12 +105,12 @@ func (l *Log) ReadCommitted(dst []byte, offset int64, maxBytes int) ([]byte, err
 // NewCommittedReader is NewReader bounded by the high watermark.
 func (l *Log) NewCommittedReader(offset int64) *Reader {
 	r := l.NewReader(offset)
-	r.limit = l.hw.Load
+	r.limit = l.repl.hw.Load
 	return r
 }
 
 // WaitCommitted blocks until the high watermark is above offset, the
 // context is done, or the log is closed.
 func (l *Log) WaitCommitted(ctx context.Context, offset int64) error {
-	return l.waitFor(ctx, func() bool { return l.hw.Load() > offset })
+	return l.waitFor(ctx, func() bool { return l.repl.hw.Load() > offset })
 }

@@ -18,45 +18,39 @@ import (
 // active (appended to). See the package doc for the concurrency and
 // durability rules.
 //
-// Lock order (a goroutine holding one may take those after it, never
-// those before):
+// Its state is in parts that own their fields and, where they have one,
+// their lock: the published view readers load (segments, start and end
+// offsets, tail waiters: view), group commit (groupCommit), the flusher
+// of rolled segments (rollFlusher), checkpoints (checkpoints), the
+// clean-shutdown manifest and marker (cleanShutdown) and the replication
+// state (replication). Lock order (a goroutine holding one may take
+// those after it, never those before):
 //
-//	writeMu → syncMu → ckptMu → epochMu → a segment's mu → the Budget's mu
+//	writeMu → commit.mu → ckpt.mu → repl.epochMu → a segment's mu → the Budget's mu
 //
-// writeMu is held by every writer and by Close; syncMu only around the
-// syncing flag, never across an fsync (Truncate keeps fsyncs out by
-// setting the flag, not by holding the lock); ckptMu across a checkpoint
-// file's atomic replacement; a segment's mu is taken inside segment
-// methods; rollMu (the list of rolled segments not yet fsynced) only
-// around that list, with nothing taken inside it. Readers take no lock
-// of the Log: they load the published state (segs, start, end) and hold
-// a segment's mu for reading while they read its files.
+// writeMu is held by every writer and by Close, and guards what the parts
+// say it guards; commit.mu only around the syncing flag, never across an
+// fsync (Truncate keeps fsyncs out by setting the flag, not by holding the
+// lock); ckpt.mu across a checkpoint file's atomic replacement; a
+// segment's mu is taken inside segment methods; roll.mu (the rolled
+// segments not yet fsynced) only around that list, with nothing taken
+// inside it. Readers take no lock of the Log: they load the published
+// state and hold a segment's mu for reading while they read its files.
 type Log struct {
-	dir  string
-	opts Options
+	view // the published state readers load, without locks
 
 	// writeMu serializes writers: appends, rolls, truncation, deletion
 	// from the front, and Close. Helpers that need it end in Locked.
 	writeMu sync.Mutex
 	// Guarded by writeMu:
-	sinceSync            int                // records appended since the last fsync (SyncEveryN)
-	pendingDelete        []*segment.Segment // segments removed from the list whose files remain
-	markerRemovalPending bool               // the clean-shutdown marker and manifest are to be removed, durably, before the first change
-	manifestCurrent      bool               // the marker and manifest on disk describe the files, unchanged since the open: Close leaves them
-	manifest             *manifest          // the manifest on disk, as read by the open or written by Close (nil: none known)
-	manifestSum          uint64             // the xxhash64 of its bytes
-	markerStamped        bool               // the marker holds marker (see stampMarkerLocked)
-	marker               cleanStamp         // the marker's stamp, when markerStamped
-	stampPending         bool               // Close left the marker unstamped: the stamp was not settled (stampAfterClose)
-	dirSyncPending       bool               // a new segment's directory entry is not yet fsynced
-	startFile            int64              // the start offset in the partition's log-start-offset file (-1: none)
+	pendingDelete  []*segment.Segment // segments removed from the list whose files remain
+	dirSyncPending bool               // a new segment's directory entry is not yet fsynced
 
-	// ckptMu serializes writes of recovery-point and high-watermark.
-	ckptMu       sync.Mutex
-	checkpointed int64 // the offset last written to recovery-point; guarded by ckptMu
-	// ckptDirSyncPending: recovery-point was last replaced without the
-	// directory fsync (checkpointLazy); guarded by ckptMu.
-	ckptDirSyncPending bool
+	commit groupCommit   // fsyncs of appended data, one at a time
+	roll   rollFlusher   // rolled segments waiting for their background fsync
+	ckpt   checkpoints   // the recovery point and log start offset on disk
+	clean  cleanShutdown // the clean-shutdown manifest and marker
+	repl   replication   // producers, leader epochs, high watermark
 
 	// failedErr is set after an fsync error: writes refuse from then on.
 	failedErr atomic.Pointer[error]
@@ -67,63 +61,29 @@ type Log struct {
 	// it was fsynced): the damage rule's bound. Set by the open only.
 	durablePoint int64
 
-	// Published state, read without locks.
-	segs    atomic.Pointer[[]*segment.Segment] // immutable snapshot, sorted by base
-	start   atomic.Int64
-	end     atomic.Int64
-	flushed atomic.Int64 // every offset below it is fsynced
-	closed  atomic.Bool
-
-	// Tail waiters: notify is closed and replaced when the end advances
-	// and someone is waiting.
-	waiters atomic.Int64
-	notify  atomic.Pointer[chan struct{}]
-
-	// Group commit: one fsync at a time; the others wait for it.
-	syncMu   sync.Mutex // guards syncing
-	syncCond *sync.Cond
-	syncing  bool
-	// dirSyncDue counts the rolls that left the directory's fsync to the
-	// next raise of the flushed offset; dirSynced is the count the last
-	// such fsync covered (guarded by the syncing flag: syncDirIfDue).
-	dirSyncDue atomic.Int64
-	dirSynced  int64
-
-	// Rolled segments whose .log is not yet fsynced, oldest first, and
-	// whether a goroutine is fsyncing them (sync.go, syncRolled). Guarded
-	// by rollMu, which is taken last: nothing is locked while holding it.
-	rollMu      sync.Mutex
-	rollPending []rolledSegment
-	rollFlusher bool
-
-	appending      atomic.Int64 // appenders between entering append and releasing writeMu
-	appendsStarted atomic.Int64 // appends begun, ever (for the group commit's gathering)
-	truncGen       atomic.Int64 // incremented by every Truncate
-
 	lock *dirLock // exclusive flock on dir, unless a Store holds its root's
 
-	// Background interval flusher.
+	// Background goroutines (the interval flusher, the roll flusher).
 	stop chan struct{}
 	wg   sync.WaitGroup
 
-	// Replication state, guarded by writeMu (epochs also by epochMu for
-	// readers of the cache).
-	producers  *producerState
-	snapshots  []int64 // offsets of the producer snapshot files, sorted
-	epochMu    sync.Mutex
-	epochs     *epochCache
-	stampEpoch int32 // the epoch SetLeaderEpoch stamps on appends; -1: none
-	// epochsDirty: the cache in memory moved its start past the file's.
-	epochsDirty bool
-	// truncationPending is the end of a truncation that a crash
-	// interrupted, found at open; -1: none. Guarded by writeMu.
-	truncationPending int64
-	hw                atomic.Int64
-	// hwCheckpointed is the high watermark last written to its file.
-	hwCheckpointed atomic.Int64
-
 	// Open statistics, for tests and the recovery benchmark.
 	openStats OpenStats
+}
+
+// view is the state a reader loads without locks: the segment list and
+// the offsets, published by the writer (or by a follower's Refresh), and
+// the goroutines waiting for the tail to move.
+type view struct {
+	dir  string
+	opts Options
+
+	segs   atomic.Pointer[[]*segment.Segment] // immutable snapshot, sorted by base
+	start  atomic.Int64
+	end    atomic.Int64
+	closed atomic.Bool
+
+	tail tailWaiters
 
 	// Counters since Open, for Stats (and metrics).
 	counters counters
@@ -163,10 +123,11 @@ func open(dir string, opts Options) (*Log, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: opts, stop: make(chan struct{}), stampEpoch: -1, truncationPending: -1, startFile: -1, producers: newProducerState(), epochs: &epochCache{}}
-	l.syncCond = sync.NewCond(&l.syncMu)
-	ch := make(chan struct{})
-	l.notify.Store(&ch)
+	l := &Log{view: view{dir: dir, opts: opts}, stop: make(chan struct{})}
+	l.commit.init()
+	l.ckpt.init()
+	l.repl.init()
+	l.tail.init()
 	if opts.ReadOnly {
 		if err := l.loadFollower(); err != nil {
 			l.closeSegments()
@@ -200,8 +161,8 @@ func open(dir string, opts Options) (*Log, error) {
 	// Loading the producer state drops damaged snapshots: the manifest
 	// then names a file that is gone. And a Close that leaves it must
 	// leave a snapshot at the end too.
-	if n := len(l.snapshots); l.manifestCurrent {
-		l.manifestCurrent = slices.Equal(l.manifest.Snapshots, l.snapshots) && n > 0 && l.snapshots[n-1] == l.end.Load()
+	if n := len(l.repl.snapshots); l.clean.current {
+		l.clean.current = slices.Equal(l.clean.manifest.Snapshots, l.repl.snapshots) && n > 0 && l.repl.snapshots[n-1] == l.end.Load()
 	}
 	if opts.Sync == SyncInterval && !opts.externalFlusher {
 		l.wg.Add(1)
@@ -235,7 +196,7 @@ func (l *Log) StartOffset() int64 { return l.start.Load() }
 func (l *Log) EndOffset() int64 { return l.end.Load() }
 
 // FlushedOffset returns the offset below which every record is fsynced.
-func (l *Log) FlushedOffset() int64 { return l.flushed.Load() }
+func (l *Log) FlushedOffset() int64 { return l.commit.flushed.Load() }
 
 // SegmentInfo describes one segment.
 type SegmentInfo struct {
@@ -384,7 +345,7 @@ func (l *Log) close(flush bool) error {
 	// Nothing changed since a clean open: the marker and manifest on disk
 	// still describe the files (and the producer snapshot at the end is
 	// the one the open read), so they are left as they are.
-	unchanged := l.markerRemovalPending && l.manifestCurrent
+	unchanged := l.clean.removalPending && l.clean.current
 	manifestWritten := unchanged
 	// A damaged log writes nothing: no checkpoint, manifest or marker may
 	// describe it as whole.
@@ -404,7 +365,7 @@ func (l *Log) close(flush bool) error {
 		if err == nil && !unchanged {
 			err = l.writeProducerSnapshotLocked()
 		}
-		if err == nil && l.epochsDirty {
+		if err == nil && l.repl.epochsDirty {
 			err = l.writeEpochCacheLocked()
 		}
 		if err == nil && len(l.pendingDelete) == 0 && !unchanged {
@@ -419,10 +380,10 @@ func (l *Log) close(flush bool) error {
 	if err == nil && healthy {
 		if !unchanged {
 			err = vfs.WriteFileAtomic(l.opts.FS, filepath.Join(l.dir, cleanShutdownFile), nil, l.opts.FileMode)
-			l.markerStamped = false
+			l.clean.stamped = false
 		}
 		if err == nil && manifestWritten {
-			l.stampPending = l.stampMarkerLocked()
+			l.clean.stampPending = l.clean.stamp(l.opts.FS, l.dir)
 		}
 	}
 	l.lock.unlock()

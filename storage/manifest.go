@@ -70,7 +70,7 @@ func readManifest(fsys vfs.FS, dir string) (m *manifest, sum uint64, ok bool) {
 // writeManifestLocked writes the manifest of the current segments. The
 // caller holds writeMu; the marker written after it makes it count.
 func (l *Log) writeManifestLocked() error {
-	m := manifest{Snapshots: l.snapshots}
+	m := manifest{Snapshots: l.repl.snapshots}
 	for _, s := range l.segments() {
 		size, ts, tsOff := s.Known()
 		m.Segments = append(m.Segments, segmentInfo{Base: s.Base(), Size: size, MaxTimestamp: ts, MaxTimestampOffset: tsOff})
@@ -79,6 +79,6 @@ func (l *Log) writeManifestLocked() error {
 	if err := vfs.WriteFileAtomic(l.opts.FS, filepath.Join(l.dir, manifestFile), b, l.opts.FileMode); err != nil {
 		return fmt.Errorf("storage: write manifest: %w", err)
 	}
-	l.manifest, l.manifestSum = &m, xxhash.Sum64(b)
+	l.clean.manifest, l.clean.manifestSum = &m, xxhash.Sum64(b)
 	return nil
 }

@@ -3,13 +3,10 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -65,9 +62,9 @@ func (l *Log) load() error {
 	// The marker and manifest stay until the first change; if none
 	// comes, Close leaves them as they are.
 	if known != nil {
-		l.manifest = known
+		l.clean.manifest = known
 	}
-	l.manifestCurrent = clean && known != nil && !changed && slices.Equal(known.Snapshots, l.snapshots) && slices.Equal(known.bases(), bases)
+	l.clean.current = clean && known != nil && !changed && slices.Equal(known.Snapshots, l.repl.snapshots) && slices.Equal(known.bases(), bases)
 	l.openStats.Segments = len(bases)
 	segs := l.sealedSegments(bases, known)
 	if clean {
@@ -102,7 +99,7 @@ func (l *Log) load() error {
 // removed or renamed since the clean close that stamped the marker, and
 // the manifest is the one it vouched for, so the manifest still names
 // every segment and snapshot, and no leftover lies beside them (before it
-// stamps, Close checks that with a listing: stampMarkerLocked). It
+// stamps, Close checks that with a listing: cleanShutdown.stamp). It
 // returns known nil when the directory must be listed instead, and
 // whether the marker is there (for takeCleanMarker).
 func (l *Log) takeUnchangedDir() (clean bool, known *manifest, bases []int64, marker bool) {
@@ -135,10 +132,10 @@ func (l *Log) takeUnchangedDir() (clean bool, known *manifest, bases []int64, ma
 	if !ok || sum != stamp.Manifest {
 		return false, nil, nil, true
 	}
-	l.markerRemovalPending = true
-	l.marker, l.markerStamped = stamp, true
-	l.manifestSum = sum
-	l.snapshots = append(l.snapshots[:0], m.Snapshots...)
+	l.clean.removalPending = true
+	l.clean.marker, l.clean.stamped = stamp, true
+	l.clean.manifestSum = sum
+	l.repl.snapshots = append(l.repl.snapshots[:0], m.Snapshots...)
 	l.openStats.Clean, l.openStats.FromManifest, l.openStats.DirUnchanged = true, true, true
 	return true, m, m.bases(), true
 }
@@ -157,7 +154,7 @@ func (l *Log) takeCleanMarker(bases []int64, marker bool) (clean bool, known *ma
 	if !marker {
 		return false, nil, nil
 	}
-	l.markerRemovalPending = true
+	l.clean.removalPending = true
 	mismatch := false
 	if m, sum, ok := readManifest(l.opts.FS, l.dir); ok {
 		ok, err := l.checkManifest(m.bases(), bases)
@@ -167,7 +164,7 @@ func (l *Log) takeCleanMarker(bases []int64, marker bool) (clean bool, known *ma
 		// Files the manifest does not know: trust nothing, recover.
 		mismatch = !ok
 		if ok {
-			known, l.manifestSum = m, sum
+			known, l.clean.manifestSum = m, sum
 			l.openStats.FromManifest = true
 		}
 	}
@@ -192,9 +189,9 @@ func (l *Log) readLoadCheckpoints(clean *bool) (loadCheckpoints, error) {
 	if ck.start, ck.haveStart, err = readCheckpoint(fsys, l.dir, logStartOffsetFile); err != nil {
 		ck.haveStart = false // derived from the segments instead
 	}
-	l.startFile = -1
+	l.ckpt.startFile = -1
 	if ck.haveStart {
-		l.startFile = ck.start
+		l.ckpt.startFile = ck.start
 	}
 	// A Store makes its deletions durable in one file for all its logs
 	// (AdvanceStartOffsets) and writes this partition's own file without
@@ -215,7 +212,7 @@ func (l *Log) readLoadCheckpoints(clean *bool) (loadCheckpoints, error) {
 	if end, ok, err := readCheckpoint(fsys, l.dir, truncationFile); err != nil {
 		return ck, fmt.Errorf("%w: cannot finish an interrupted truncation: %w", ErrCorrupt, err)
 	} else if ok {
-		l.truncationPending = end
+		l.repl.truncationPending = end
 		ck.recoveryPoint, *clean = min(ck.recoveryPoint, end), false
 		l.durablePoint = min(l.durablePoint, end)
 	}
@@ -229,11 +226,11 @@ func (l *Log) createFirstSegment(ck loadCheckpoints) error {
 	if ck.haveStart {
 		base = ck.start
 	}
-	if l.truncationPending >= 0 {
+	if l.repl.truncationPending >= 0 {
 		if err := l.finishTruncationLocked(); err != nil {
 			return err
 		}
-		l.truncationPending = -1
+		l.repl.truncationPending = -1
 	}
 	seg, err := segment.Create(l.dir, base, l.opts.segmentOptions())
 	if err != nil {
@@ -246,8 +243,8 @@ func (l *Log) createFirstSegment(ck loadCheckpoints) error {
 	// after a crash rescans from the start, which is empty. The new
 	// file's directory entry is fsynced before the first write (the
 	// directory's own entry was, when Open created it).
-	l.flushed.Store(base)
-	l.checkpointed = -1
+	l.commit.flushed.Store(base)
+	l.ckpt.recoveryPoint = -1
 	l.dirSyncPending = true
 	return nil
 }
@@ -283,9 +280,9 @@ func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint i
 			return err
 		}
 		segs = *l.segs.Load()
-		if l.truncationPending >= 0 && l.damaged() == nil {
+		if l.repl.truncationPending >= 0 && l.damaged() == nil {
 			var err error
-			if segs, err = l.resumeTruncation(segs, l.truncationPending); err != nil {
+			if segs, err = l.resumeTruncation(segs, l.repl.truncationPending); err != nil {
 				return err
 			}
 		}
@@ -302,16 +299,16 @@ func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint i
 	if l.damaged() != nil {
 		// Nothing is written: the recovery point, the truncation marker
 		// and the files stay as they are until a repair.
-		l.flushed.Store(end)
-		l.checkpointed = -1
+		l.commit.flushed.Store(end)
+		l.ckpt.recoveryPoint = -1
 		return nil
 	}
 	if clean {
-		l.flushed.Store(min(max(recoveryPoint, start), end))
-		l.checkpointed = recoveryPoint
+		l.commit.flushed.Store(min(max(recoveryPoint, start), end))
+		l.ckpt.recoveryPoint = recoveryPoint
 	} else {
-		l.flushed.Store(end)
-		l.checkpointed = -1
+		l.commit.flushed.Store(end)
+		l.ckpt.recoveryPoint = -1
 		if err := l.checkpointLocked(); err != nil {
 			if !vfs.IsNoSpace(err) {
 				return err
@@ -323,11 +320,11 @@ func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint i
 			}
 		}
 	}
-	if l.truncationPending >= 0 {
+	if l.repl.truncationPending >= 0 {
 		if err := l.finishTruncationLocked(); err != nil {
 			return err
 		}
-		l.truncationPending = -1
+		l.repl.truncationPending = -1
 	}
 	return nil
 }
@@ -469,107 +466,6 @@ func (l *Log) recover(segs []*segment.Segment, bases []int64, recoveryPoint int6
 	return nil
 }
 
-// durableMarkerRemovalLocked removes the clean-shutdown marker and the
-// manifest, and makes their removal (and a new segment's directory entry)
-// durable, before the log's files first change: a crash after the change
-// is never taken for a clean shutdown, and no later clean shutdown that
-// did not write a manifest can pair its marker with a stale one.
-func (l *Log) durableMarkerRemovalLocked() error {
-	if !l.markerRemovalPending && !l.dirSyncPending {
-		return nil
-	}
-	if l.markerRemovalPending {
-		for _, name := range []string{cleanShutdownFile, manifestFile} {
-			if err := l.opts.FS.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return l.fail(err)
-			}
-		}
-	}
-	if err := l.opts.FS.SyncDir(l.dir); err != nil {
-		return l.fail(err)
-	}
-	l.markerRemovalPending, l.dirSyncPending, l.manifestCurrent = false, false, false
-	return nil
-}
-
-// stampMarkerLocked records in the clean-shutdown marker the directory's
-// stamp, once it is settled (vfs.StatDirStamp), and the manifest's
-// checksum, so that the next open can skip the listing. Close calls it
-// when l.manifest, on disk, names the log's files. Before it writes, it
-// lists the directory and checks that it holds what the manifest names
-// and no leftover (another process may have created files while the log
-// was open), and that the stamp did not move meanwhile. The write is in
-// place and not fsynced: after a power cut the marker holds this stamp,
-// an older one or none, and an older one cannot match (the marker is a
-// new file at every close that rewrites it, and the directory's durable
-// state moved past it otherwise), so the worst is a listing. It returns
-// true when the stamp was not settled yet: the caller may try again a
-// clock tick later (a Store does, once for all its logs: stampClosed), or
-// leave it to the next unchanged Close.
-func (l *Log) stampMarkerLocked() (unsettled bool) {
-	fsys := l.opts.FS
-	s, settled, err := vfs.StatDirStamp(fsys, l.dir)
-	if err != nil || l.manifest == nil {
-		return false
-	}
-	if !settled {
-		return true
-	}
-	want := cleanStamp{Dir: s, Manifest: l.manifestSum}
-	if l.markerStamped && l.marker == want {
-		return false
-	}
-	ls, err := listPartitionDir(fsys, l.dir, nil)
-	if err != nil || len(ls.orphans) > 0 || !slices.Equal(ls.bases, l.manifest.bases()) || !slices.Equal(ls.snapshots, l.manifest.Snapshots) {
-		return false
-	}
-	if again, _, err := vfs.StatDirStamp(fsys, l.dir); err != nil || again != s {
-		return false
-	}
-	f, err := fsys.OpenFile(filepath.Join(l.dir, cleanShutdownFile), os.O_WRONLY|os.O_TRUNC, 0)
-	if err != nil {
-		return false // gone: the log changed since (another process's)
-	}
-	_, err = f.Write(encodeCleanStamp(want))
-	if cerr := f.Close(); err == nil && cerr == nil {
-		l.marker, l.markerStamped = want, true
-	}
-	return false
-}
-
-// stampAfterClose tries again to stamp the marker of a closed log whose
-// Close found the stamp unsettled, and reports whether it still is.
-func (l *Log) stampAfterClose() (unsettled bool) {
-	l.writeMu.Lock()
-	defer l.writeMu.Unlock()
-	if l.stampPending {
-		l.stampPending = l.stampMarkerLocked()
-	}
-	return l.stampPending
-}
-
-// stampClosed stamps the markers of closed logs whose Close found the
-// stamp unsettled (their last rename was in the current clock tick),
-// waiting for the clock once for all of them: the kernel's tick is 1 to
-// 10 ms, and most logs closed a while ago by the time the last one is.
-func stampClosed(logs []*Log) {
-	for wait := 0; ; wait++ {
-		pending := logs[:0]
-		for _, l := range logs {
-			if l.stampAfterClose() {
-				pending = append(pending, l)
-			}
-		}
-		if logs = pending; len(logs) == 0 || wait == maxStampWait {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// maxStampWait bounds stampClosed's waiting, in milliseconds.
-const maxStampWait = 20
-
 // loadReplicationState loads the leader epoch cache, the producer state and
 // the high watermark after the segments are loaded.
 func (l *Log) loadReplicationState() error {
@@ -583,142 +479,6 @@ func (l *Log) loadReplicationState() error {
 	}
 	l.loadHighWatermark()
 	return nil
-}
-
-// listDir lists the directory (listPartitionDir): the segments' base
-// offsets (sorted), the producer snapshots (into l.snapshots); it removes
-// the leftovers of interrupted writes and deletions.
-func (l *Log) listDir() ([]int64, error) {
-	ls, err := listPartitionDir(l.opts.FS, l.dir, l.snapshots[:0])
-	if err != nil {
-		return nil, err
-	}
-	l.snapshots = ls.snapshots
-	for _, o := range ls.orphans {
-		if l.opts.ReadOnly {
-			break // not ours to clean up
-		}
-		if o.why != "" {
-			if err := l.quarantine(o.name, o.why); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err := l.opts.FS.Remove(filepath.Join(l.dir, o.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		l.openStats.RemovedLeftovers++
-	}
-	return ls.bases, nil
-}
-
-// dirListing is what a listing of a partition directory found.
-type dirListing struct {
-	bases     []int64  // of .log files, sorted
-	snapshots []int64  // of producer snapshots, sorted
-	orphans   []orphan // leftovers: temporary files, index files without their .log
-}
-
-// orphan is a leftover file of a partition directory: the engine's own
-// (why empty: removed) or one it cannot use (quarantined, for why).
-type orphan struct {
-	name string
-	why  string
-}
-
-// listPartitionDir lists a partition directory, appending the snapshots'
-// offsets to snapshots. It refuses names and file types that are not
-// ours (a stray or symlinked segment file).
-func listPartitionDir(fsys vfs.FS, dir string, snapshots []int64) (dirListing, error) {
-	ls := dirListing{snapshots: snapshots}
-	var indexes []indexFile // index files, checked against bases below
-	err := vfs.ScanDir(fsys, dir, func(name string, typ fs.FileMode) error {
-		base, suffix, digits := segment.SplitFileName(name)
-		if digits && suffix == snapshotSuffix {
-			ls.snapshots = append(ls.snapshots, base)
-			return nil
-		}
-		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
-			o := orphan{name: strings.Clone(name)}
-			if !ownLeftover(name) {
-				o.why = "a temporary file that is not one of the engine's own"
-			}
-			ls.orphans = append(ls.orphans, o)
-			return nil
-		}
-		kind := segmentSuffix(name)
-		if kind == "" {
-			return nil // not ours (checkpoints, marker, an operator's notes)
-		}
-		if !digits || suffix != kind {
-			return fmt.Errorf("%w: unexpected file %s: segment files are named by 20 decimal digits", ErrCorrupt, filepath.Join(dir, name))
-		}
-		if base > MaxOffset {
-			return fmt.Errorf("%w: %s: base offset %d leaves no offset for a record (the largest is %d)", ErrCorrupt, filepath.Join(dir, name), base, int64(MaxOffset))
-		}
-		if typ&fs.ModeSymlink != 0 || !typ.IsRegular() {
-			return fmt.Errorf("%w: %s is not a regular file (symbolic links are refused)", ErrCorrupt, filepath.Join(dir, name))
-		}
-		if kind == segment.LogSuffix {
-			ls.bases = append(ls.bases, base)
-		} else {
-			indexes = append(indexes, indexFile{base, kind})
-		}
-		return nil
-	})
-	if err != nil {
-		return dirListing{}, err
-	}
-	slices.Sort(ls.bases)
-	slices.Sort(ls.snapshots)
-	// Index files without their .log are left from a deletion that a
-	// crash interrupted.
-	for _, x := range indexes {
-		if _, found := slices.BinarySearch(ls.bases, x.base); !found {
-			ls.orphans = append(ls.orphans, orphan{segment.FileName(x.base, x.suffix), "an index file without its .log"})
-		}
-	}
-	return ls, nil
-}
-
-// indexFile is an index file found by listDir.
-type indexFile struct {
-	base   int64
-	suffix string
-}
-
-// segmentSuffix returns the suffix of a segment file that name ends with,
-// or "".
-func segmentSuffix(name string) string {
-	for _, s := range [...]string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
-		if strings.HasSuffix(name, s) {
-			return s
-		}
-	}
-	return ""
-}
-
-// ownLeftover reports whether name is a leftover of the engine's own
-// writes: a checkpoint's or snapshot's temporary file (vfs.WriteFileAtomic
-// names it <file>.<pid>-<n>.tmp, a snapshot <offset>.snapshot.tmp) or a
-// segment file renamed for deletion (<segment file>.deleted).
-func ownLeftover(name string) bool {
-	if rest, ok := strings.CutSuffix(name, ".deleted"); ok {
-		_, suffix, digits := segment.SplitFileName(rest)
-		return digits && suffix == segmentSuffix(rest) && suffix != ""
-	}
-	rest, _ := strings.CutSuffix(name, ".tmp")
-	if _, suffix, digits := segment.SplitFileName(rest); digits && suffix == snapshotSuffix {
-		return true
-	}
-	if i := strings.LastIndexByte(rest, '.'); i > 0 {
-		rest = rest[:i] // the <pid>-<n> part
-	}
-	switch rest {
-	case recoveryPointFile, logStartOffsetFile, truncationFile, manifestFile, cleanShutdownFile, highWatermarkFile, leaderEpochFile:
-		return true
-	}
-	return false
 }
 
 // enterDamaged publishes the log as it can be read despite the damage d

@@ -32,7 +32,7 @@ func (l *Log) prefetch(active int64) {
 		segment.FileName(active, segment.IndexSuffix), segment.FileName(active, segment.TimeIndexSuffix)} {
 		vfs.Prefetch(l.opts.FS, filepath.Join(l.dir, name), -1, 0)
 	}
-	if n := len(l.snapshots); n > 0 {
-		vfs.Prefetch(l.opts.FS, filepath.Join(l.dir, segment.FileName(l.snapshots[n-1], snapshotSuffix)), -1, 0)
+	if n := len(l.repl.snapshots); n > 0 {
+		vfs.Prefetch(l.opts.FS, filepath.Join(l.dir, segment.FileName(l.repl.snapshots[n-1], snapshotSuffix)), -1, 0)
 	}
 }

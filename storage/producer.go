@@ -180,7 +180,7 @@ func (l *Log) writeProducerSnapshotLocked() error {
 	if err != nil {
 		return fmt.Errorf("storage: write producer snapshot: %w", err)
 	}
-	_, err = f.Write(l.producers.encode())
+	_, err = f.Write(l.repl.producers.encode())
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -191,12 +191,12 @@ func (l *Log) writeProducerSnapshotLocked() error {
 		_ = l.opts.FS.Remove(tmp)
 		return fmt.Errorf("storage: write producer snapshot: %w", err)
 	}
-	if n := len(l.snapshots); n == 0 || l.snapshots[n-1] != end {
-		l.snapshots = append(l.snapshots, end)
+	if n := len(l.repl.snapshots); n == 0 || l.repl.snapshots[n-1] != end {
+		l.repl.snapshots = append(l.repl.snapshots, end)
 	}
-	for len(l.snapshots) > snapshotsKept {
-		_ = l.opts.FS.Remove(filepath.Join(l.dir, segment.FileName(l.snapshots[0], snapshotSuffix)))
-		l.snapshots = l.snapshots[1:]
+	for len(l.repl.snapshots) > snapshotsKept {
+		_ = l.opts.FS.Remove(filepath.Join(l.dir, segment.FileName(l.repl.snapshots[0], snapshotSuffix)))
+		l.repl.snapshots = l.repl.snapshots[1:]
 	}
 	return nil
 }
@@ -209,8 +209,8 @@ func (l *Log) rebuildProducersLocked() error {
 	ps, from := newProducerState(), l.start.Load()
 	// The newest snapshot at or below the end wins; those above the end
 	// (truncated away) and damaged ones go.
-	for len(l.snapshots) > 0 {
-		off := l.snapshots[len(l.snapshots)-1]
+	for len(l.repl.snapshots) > 0 {
+		off := l.repl.snapshots[len(l.repl.snapshots)-1]
 		path := filepath.Join(l.dir, segment.FileName(off, snapshotSuffix))
 		if off <= end {
 			b, err := vfs.ReadFile(l.opts.FS, path, snapshotMaxBytes)
@@ -226,7 +226,7 @@ func (l *Log) rebuildProducersLocked() error {
 			}
 		}
 		_ = l.opts.FS.Remove(path)
-		l.snapshots = l.snapshots[:len(l.snapshots)-1]
+		l.repl.snapshots = l.repl.snapshots[:len(l.repl.snapshots)-1]
 	}
 	// Entries past the end are from batches that are gone.
 	for id, e := range ps.m {
@@ -250,7 +250,7 @@ func (l *Log) rebuildProducersLocked() error {
 	if err != nil {
 		return fmt.Errorf("storage: rebuild producer state: %w", err)
 	}
-	l.producers = ps
+	l.repl.producers = ps
 	return nil
 }
 

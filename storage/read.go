@@ -12,14 +12,7 @@ import (
 )
 
 // wakeWaiters wakes every goroutine in Wait; cheap when there are none.
-func (l *Log) wakeWaiters() {
-	if l.waiters.Load() == 0 {
-		return
-	}
-	ch := make(chan struct{})
-	old := l.notify.Swap(&ch)
-	close(*old)
-}
+func (l *Log) wakeWaiters() { l.tail.wake() }
 
 // Wait blocks until the log holds a record at offset (EndOffset > offset),
 // the context is done, or the log is closed (ErrClosed). It does not poll:
@@ -29,36 +22,15 @@ func (l *Log) Wait(ctx context.Context, offset int64) error {
 }
 
 // waitFor blocks until cond holds, rechecking it whenever the end offset
-// or the high watermark moves.
+// or the high watermark moves. A read-only log has no appends in this
+// process to wake it: it looks at the files every readOnlyPoll instead.
 func (l *Log) waitFor(ctx context.Context, cond func() bool) error {
-	l.waiters.Add(1)
-	defer l.waiters.Add(-1)
-	// A read-only log has no appends in this process to wake it: it looks
-	// at the files every readOnlyPoll instead.
-	var poll <-chan time.Time
+	var poll time.Duration
 	if l.opts.ReadOnly {
-		t := time.NewTicker(readOnlyPoll)
-		defer t.Stop()
-		poll = t.C
+		poll = readOnlyPoll
 	}
-	for {
-		ch := *l.notify.Load()
-		if cond() {
-			return nil
-		}
-		if l.closed.Load() {
-			return ErrClosed
-		}
-		select {
-		case <-ch:
-		case <-poll:
-			if _, err := l.Refresh(); err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	refresh := func() error { _, err := l.Refresh(); return err }
+	return l.tail.wait(ctx, cond, l.closed.Load, poll, refresh)
 }
 
 // readOnlyPoll is how often Wait on a read-only log looks for new data.
@@ -87,7 +59,7 @@ func (l *Log) inSegment(offset, limit int64, read func(seg *segment.Segment, lim
 		if offset >= min(end, limit) {
 			return errCaughtUp
 		}
-		segsPtr, gen := l.segs.Load(), l.truncGen.Load()
+		segsPtr, gen := l.segs.Load(), l.commit.truncGen.Load()
 		segs := *segsPtr
 		if offset < segs[0].Base() {
 			continue // segments were deleted from the front meanwhile
@@ -97,7 +69,7 @@ func (l *Log) inSegment(offset, limit int64, read func(seg *segment.Segment, lim
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, io.EOF) && i < len(segs)-1 && l.segs.Load() == segsPtr && l.truncGen.Load() == gen {
+		if errors.Is(err, io.EOF) && i < len(segs)-1 && l.segs.Load() == segsPtr && l.commit.truncGen.Load() == gen {
 			// A sealed segment, unchanged, that ends before the offset
 			// the next one begins at: a hole (or damage), not the end.
 			if herr := l.checkSealedEnd(segs[i], segs[i+1].Base()); herr != nil {

@@ -33,7 +33,7 @@ type Region struct {
 // ReadRegion is Read without the copy: it returns where the batches are.
 // The same offset rules apply; at EndOffset the Region is empty.
 func (l *Log) ReadRegion(offset int64, maxBytes int) (*Region, error) {
-	gen := l.truncGen.Load()
+	gen := l.commit.truncGen.Load()
 	var sp segment.Span
 	var seg *segment.Segment
 	err := l.inSegment(offset, math.MaxInt64, func(s *segment.Segment, limit int64) (err error) {
@@ -119,7 +119,7 @@ func (r *Region) WriteTo(w io.Writer) (int64, error) {
 
 // truncated reports whether the log was truncated since ReadRegion: the
 // bytes at the region's position may be another leader's now.
-func (r *Region) truncated() bool { return r.log != nil && r.log.truncGen.Load() != r.gen }
+func (r *Region) truncated() bool { return r.log != nil && r.log.commit.truncGen.Load() != r.gen }
 
 // sendfile copies length bytes at pos of f to the socket with sendfile(2),
 // at an explicit offset, so concurrent readers of the same file do not

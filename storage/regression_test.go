@@ -22,7 +22,7 @@ func TestTruncateBeforeFsyncIsNotAcknowledged(t *testing.T) {
 	h := mustHeader(t, batch)
 	l.writeMu.Lock()
 	res, err := l.appendLocked(batch, h) // written, not yet synced
-	gen := l.truncGen.Load()
+	gen := l.commit.truncGen.Load()
 	l.writeMu.Unlock()
 	require.NoError(t, err)
 	require.NoError(t, l.Truncate(res.FirstOffset))

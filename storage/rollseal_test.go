@@ -59,14 +59,14 @@ func TestRollRegistersBeforeReadingFlushed(t *testing.T) {
 	old := w.active()
 	requireZeroTail(t, old)
 
-	w.rollMu.Lock()
+	w.roll.mu.Lock()
 	rolled := make(chan error, 1)
 	go func() { rolled <- w.Roll() }()
 	waitForStack(t, rollBlockedOnRollMu...)
 	// The roll has decided background=true and has not registered old.
 	require.NoError(t, w.Sync()) // flushed = end (old's end)
 	release := holdFlusher(w)    // keep the flusher's seal out for now
-	w.rollMu.Unlock()
+	w.roll.mu.Unlock()
 	require.NoError(t, w.checkpoint()) // as flushIfDirty / Checkpoint do
 	require.NoError(t, <-rolled)
 
@@ -179,13 +179,13 @@ func TestRollRaceThenPowerCut(t *testing.T) {
 	require.NoError(t, err)
 	requireZeroTail(t, old)
 
-	w.rollMu.Lock()
+	w.roll.mu.Lock()
 	rolled := make(chan error, 1)
 	go func() { rolled <- w.Roll() }()
 	waitForStack(t, rollBlockedOnRollMu...)
 	require.NoError(t, w.Sync()) // all 200 records acknowledged durable
 	release := holdFlusher(w)
-	w.rollMu.Unlock()
+	w.roll.mu.Unlock()
 	require.NoError(t, w.checkpoint())
 	require.NoError(t, <-rolled)
 	// Appends go on; a replica's high watermark moves, and the next roll
@@ -257,9 +257,9 @@ func TestCheckpointUnderRollingLoad(t *testing.T) {
 			require.NoError(t, err)
 			worst = max(worst, time.Since(t0))
 		case <-time.After(10 * time.Second):
-			l.rollMu.Lock()
-			pending := len(l.rollPending)
-			l.rollMu.Unlock()
+			l.roll.mu.Lock()
+			pending := len(l.roll.pending)
+			l.roll.mu.Unlock()
 			st, _ := l.Stats()
 			t.Logf("after 10 s: %d segments, %d rolled segments pending, %d unsealed, end %d, flushed %d", st.Segments, pending, unsealedRolls(l), l.EndOffset(), l.FlushedOffset())
 			close(stop)

@@ -128,17 +128,17 @@ func TestStaleRollPendingDoesNotRaiseFloor(t *testing.T) {
 	require.Error(t, w.Roll())
 	require.Error(t, w.Roll())
 	hfs.setHook(nil)
-	w.rollMu.Lock()
-	assert.Len(t, w.rollPending, 1, "S1 recorded once")
-	w.rollMu.Unlock()
+	w.roll.mu.Lock()
+	assert.Len(t, w.roll.pending, 1, "S1 recorded once")
+	w.roll.mu.Unlock()
 	require.Nil(t, w.failure(), "a failed create does not fail the log")
 
 	// A replica truncates into S0: S1 is deleted, its two entries stay.
 	require.NoError(t, w.Truncate(30))
 	require.Equal(t, s0, w.active())
-	w.rollMu.Lock()
-	assert.Empty(t, w.rollPending, "the truncation dropped S1's entry")
-	w.rollMu.Unlock()
+	w.roll.mu.Lock()
+	assert.Empty(t, w.roll.pending, "the truncation dropped S1's entry")
+	w.roll.mu.Unlock()
 	fill(t, w, 10, 5) // S0 now [0,40)
 
 	// A Sync in flight across S0's roll (its fdatasync of S0 as the

@@ -41,18 +41,8 @@ func (l *Log) Truncate(offset int64) error {
 		return fmt.Errorf("%w: truncate to %d below the start offset %d", ErrOffsetOutOfRange, offset, l.start.Load())
 	}
 	// Keep group commits out while the end moves backwards.
-	l.syncMu.Lock()
-	for l.syncing {
-		l.syncCond.Wait()
-	}
-	l.syncing = true
-	l.syncMu.Unlock()
-	defer func() {
-		l.syncMu.Lock()
-		l.syncing = false
-		l.syncCond.Broadcast()
-		l.syncMu.Unlock()
-	}()
+	l.commit.acquire()
+	defer l.commit.release()
 
 	segs := l.segments()
 	i := segmentIndex(segs, offset)
@@ -63,10 +53,10 @@ func (l *Log) Truncate(offset int64) error {
 	if err := writeCheckpoint(l.opts.FS, l.dir, truncationFile, newEnd, l.opts.FileMode); err != nil {
 		return fmt.Errorf("storage: truncate %s: %w", l.dir, err)
 	}
-	l.truncGen.Add(1)
+	l.commit.truncGen.Add(1)
 	l.end.Store(newEnd)
-	if l.flushed.Load() > newEnd {
-		l.flushed.Store(newEnd)
+	if l.commit.flushed.Load() > newEnd {
+		l.commit.flushed.Store(newEnd)
 	}
 	l.clampHighWatermark()
 	if err := l.cutLocked(segs, i, offset); err != nil {
@@ -77,7 +67,7 @@ func (l *Log) Truncate(offset int64) error {
 	// not reached, or any under SyncNever) are fsynced here, so that the
 	// recovery point written below covers only fsynced bytes. This
 	// goroutine holds the group-commit flag, as syncOnce requires.
-	if l.flushed.Load() < newEnd {
+	if l.commit.flushed.Load() < newEnd {
 		if err := l.syncOnce(); err != nil {
 			return err
 		}
@@ -85,10 +75,10 @@ func (l *Log) Truncate(offset int64) error {
 	if newEnd < l.start.Load() {
 		l.start.Store(newEnd)
 	}
-	l.sinceSync = 0
-	l.epochMu.Lock()
-	epochsChanged := l.epochs.truncateFrom(newEnd)
-	l.epochMu.Unlock()
+	l.commit.sinceSync = 0
+	l.repl.epochMu.Lock()
+	epochsChanged := l.repl.epochs.truncateFrom(newEnd)
+	l.repl.epochMu.Unlock()
 	if epochsChanged {
 		if err := l.writeEpochCacheLocked(); err != nil {
 			return err
@@ -121,7 +111,7 @@ func (l *Log) cutLocked(segs []*segment.Segment, i int, offset int64) error {
 		errs = append(errs, s.Delete())
 		// Nothing of it is left to fsync (the caller holds the
 		// group-commit flag: no flusher is at work on it).
-		l.dropRollPending(s)
+		l.roll.drop(s)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return l.failOp("truncate", err)
@@ -189,7 +179,7 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 		return DeleteResult{}, err
 	}
 	// Producers whose batches were all deleted expire after a while.
-	l.producers.expire(l.start.Load(), l.opts.Now().Add(-l.opts.ProducerExpiry).UnixMilli())
+	l.repl.producers.expire(l.start.Load(), l.opts.Now().Add(-l.opts.ProducerExpiry).UnixMilli())
 	segs, n := l.deletableBefore(offset)
 	if n > 0 {
 		if newStart := segs[n].Base(); newStart > l.start.Load() {
@@ -204,7 +194,7 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 				// segment left).
 				return l.deleteOldestFirstLocked(segs, n)
 			}
-			l.startFile = newStart
+			l.ckpt.startFile = newStart
 		}
 		l.dropFrontLocked(segs, n)
 	}
@@ -220,13 +210,13 @@ func (l *Log) DeleteSegmentsBefore(offset int64) (DeleteResult, error) {
 // followers and a standalone open. The caller holds writeMu.
 func (l *Log) writeStartFileLocked() error {
 	start := l.start.Load()
-	if l.startFile >= start {
+	if l.ckpt.startFile >= start {
 		return nil
 	}
 	if err := vfs.ReplaceFile(l.opts.FS, filepath.Join(l.dir, logStartOffsetFile), encodeCheckpoint(logStartOffsetFile, start), l.opts.FileMode); err != nil {
 		return fmt.Errorf("storage: write start offset of %s: %w", l.dir, err)
 	}
-	l.startFile = start
+	l.ckpt.startFile = start
 	return nil
 }
 
@@ -264,13 +254,13 @@ func (l *Log) dropFrontLocked(segs []*segment.Segment, n int) {
 		// In memory only: entries below the start offset are harmless on
 		// disk, and the next write of the cache (a new epoch, a
 		// truncation, Close) carries the change.
-		l.epochMu.Lock()
-		l.epochsDirty = l.epochs.truncateBefore(newStart) || l.epochsDirty
-		l.epochMu.Unlock()
+		l.repl.epochMu.Lock()
+		l.repl.epochsDirty = l.repl.epochs.truncateBefore(newStart) || l.repl.epochsDirty
+		l.repl.epochMu.Unlock()
 	}
 	l.publish(segs[n:])
 	l.pendingDelete = append(l.pendingDelete, segs[:n]...)
-	l.manifestCurrent = false // it names the segments that left
+	l.clean.current = false // it names the segments that left
 }
 
 // removePendingLocked removes the files of the segments taken out of the

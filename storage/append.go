@@ -91,7 +91,7 @@ func (l *Log) append(batch []byte, h segment.Header) (AppendResult, error) {
 		l.commit.appending.Add(-1)
 		return res, err
 	}
-	gen := l.commit.truncGen.Load()
+	gen := l.truncGen.Load()
 	switch l.opts.Sync {
 	case SyncAlways:
 		l.writeMu.Unlock()

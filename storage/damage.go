@@ -114,7 +114,7 @@ func scanLogEach(fsys vfs.FS, dir string, base, stopAt int64, lim segment.Limits
 // checkSealedEnd checks that a sealed segment holds offsets up to want
 // (the next segment's base), scanning it (scanLog) when its last expected
 // offset cannot be found: a HoleError or a DamageError says what is not.
-func (l *Log) checkSealedEnd(seg *segment.Segment, want int64) error {
+func (v *view) checkSealedEnd(seg *segment.Segment, want int64) error {
 	_, _, err := seg.Find(want - 1)
 	if err == nil {
 		return nil
@@ -123,7 +123,7 @@ func (l *Log) checkSealedEnd(seg *segment.Segment, want int64) error {
 	if !errors.Is(err, io.EOF) && !errors.As(err, &ce) && !errors.Is(err, ErrCorrupt) {
 		return err
 	}
-	sc, serr := scanLog(l.opts.FS, l.dir, seg.Base(), -1, l.opts.Limits)
+	sc, serr := scanLog(v.opts.FS, v.dir, seg.Base(), -1, v.opts.Limits)
 	if serr != nil {
 		return serr
 	}
@@ -131,7 +131,7 @@ func (l *Log) checkSealedEnd(seg *segment.Segment, want int64) error {
 		return &DamageError{File: sc.damage.File, Pos: sc.damage.Pos, Offset: sc.next, Err: sc.damage}
 	}
 	if sc.next < want {
-		return &HoleError{Dir: l.dir, From: sc.next, Upto: want, After: seg.LogPath()}
+		return &HoleError{Dir: v.dir, From: sc.next, Upto: want, After: seg.LogPath()}
 	}
 	return nil
 }

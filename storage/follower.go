@@ -109,10 +109,10 @@ func (l *Log) Refresh() (bool, error) {
 		return false, err
 	}
 	l.end.Store(l.active().NextOffset())
-	hw := l.repl.hw.Load()
+	hw := l.hw.Load()
 	l.loadHighWatermark()
 	moved := l.end.Load() != before
-	if moved || l.repl.hw.Load() != hw {
+	if moved || l.hw.Load() != hw {
 		l.wakeWaiters()
 	}
 	return moved, nil

@@ -32,7 +32,6 @@ type groupCommit struct {
 	sinceSync      int          // records appended since the last fsync (SyncEveryN); guarded by writeMu
 	appending      atomic.Int64 // appenders between entering append and releasing writeMu
 	appendsStarted atomic.Int64 // appends begun, ever (for gather)
-	truncGen       atomic.Int64 // incremented by every Truncate
 }
 
 func (c *groupCommit) init() { c.cond = sync.NewCond(&c.mu) }
@@ -85,7 +84,7 @@ func (c *groupCommit) gather() {
 // an acknowledgement.
 func (l *Log) syncAppended(res AppendResult, gen int64) error {
 	err := l.syncTo(res.LastOffset + 1)
-	if err == nil && l.commit.truncGen.Load() != gen && !res.Duplicate {
+	if err == nil && l.truncGen.Load() != gen && !res.Duplicate {
 		err = fmt.Errorf("%w: offsets %d to %d were truncated before they were flushed", ErrTruncated, res.FirstOffset, res.LastOffset)
 	}
 	return err

@@ -19,7 +19,7 @@ import (
 const highWatermarkFile = "high-watermark"
 
 // HighWatermark returns the high watermark.
-func (l *Log) HighWatermark() int64 { return l.repl.hw.Load() }
+func (v *view) HighWatermark() int64 { return v.hw.Load() }
 
 // SetHighWatermark sets the high watermark. It must lie within
 // [StartOffset, EndOffset]; it wakes committed readers that wait.
@@ -35,7 +35,7 @@ func (l *Log) SetHighWatermark(hw int64) error {
 	if hw < l.start.Load() || hw > l.end.Load() {
 		return fmt.Errorf("%w: high watermark %d outside [%d, %d]", ErrOffsetOutOfRange, hw, l.start.Load(), l.end.Load())
 	}
-	l.repl.hw.Store(hw)
+	l.hw.Store(hw)
 	l.wakeWaiters()
 	return nil
 }
@@ -46,7 +46,7 @@ func (l *Log) SetHighWatermark(hw int64) error {
 func (l *Log) checkpointHighWatermark() error {
 	l.ckpt.mu.Lock()
 	defer l.ckpt.mu.Unlock()
-	v := l.repl.hw.Load()
+	v := l.hw.Load()
 	if v == l.repl.hwCheckpointed.Load() {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (l *Log) loadHighWatermark() {
 		v = l.start.Load()
 	}
 	v = min(max(v, l.start.Load()), l.end.Load())
-	l.repl.hw.Store(v)
+	l.hw.Store(v)
 	switch {
 	case err == nil && ok && v == read, err == nil && !ok && v == l.start.Load():
 		l.repl.hwCheckpointed.Store(v)
@@ -79,7 +79,7 @@ func (l *Log) loadHighWatermark() {
 // lowerHighWatermark keeps the high watermark within the log after a
 // truncation or a deletion from the front.
 func (l *Log) clampHighWatermark() {
-	l.repl.hw.Store(min(max(l.repl.hw.Load(), l.start.Load()), l.end.Load()))
+	l.hw.Store(min(max(l.hw.Load(), l.start.Load()), l.end.Load()))
 }
 
 // ReadCommitted is ReadInto bounded by the high watermark: it returns only
@@ -88,13 +88,13 @@ func (l *Log) clampHighWatermark() {
 // to EndOffset it returns nothing and no error. (NewCommittedReader goes
 // further: it returns the records of a straddling batch that are below
 // the mark.)
-func (l *Log) ReadCommitted(dst []byte, offset int64, maxBytes int) ([]byte, error) {
-	hw := l.repl.hw.Load()
-	data, err := l.readBounded(dst, offset, maxBytes, hw)
+func (v *view) ReadCommitted(dst []byte, offset int64, maxBytes int) ([]byte, error) {
+	hw := v.hw.Load()
+	data, err := v.readBounded(dst, offset, maxBytes, hw)
 	if err != nil {
 		return data, err
 	}
-	sc := segment.ScanBuffer(data, segment.ScanOptions{Limits: l.opts.Limits})
+	sc := segment.ScanBuffer(data, segment.ScanOptions{Limits: v.opts.Limits})
 	n := int64(0)
 	for sc.Next() && sc.Header().LastOffset() < hw {
 		n = sc.End()
@@ -103,14 +103,14 @@ func (l *Log) ReadCommitted(dst []byte, offset int64, maxBytes int) ([]byte, err
 }
 
 // NewCommittedReader is NewReader bounded by the high watermark.
-func (l *Log) NewCommittedReader(offset int64) *Reader {
-	r := l.NewReader(offset)
-	r.limit = l.repl.hw.Load
+func (v *view) NewCommittedReader(offset int64) *Reader {
+	r := v.NewReader(offset)
+	r.limit = v.hw.Load
 	return r
 }
 
 // WaitCommitted blocks until the high watermark is above offset, the
 // context is done, or the log is closed.
-func (l *Log) WaitCommitted(ctx context.Context, offset int64) error {
-	return l.waitFor(ctx, func() bool { return l.repl.hw.Load() > offset })
+func (v *view) WaitCommitted(ctx context.Context, offset int64) error {
+	return v.waitFor(ctx, func() bool { return v.hw.Load() > offset })
 }

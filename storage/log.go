@@ -78,12 +78,17 @@ type view struct {
 	dir  string
 	opts Options
 
-	segs   atomic.Pointer[[]*segment.Segment] // immutable snapshot, sorted by base
-	start  atomic.Int64
-	end    atomic.Int64
-	closed atomic.Bool
+	segs     atomic.Pointer[[]*segment.Segment] // immutable snapshot, sorted by base
+	start    atomic.Int64
+	end      atomic.Int64
+	hw       atomic.Int64 // the high watermark
+	truncGen atomic.Int64 // truncations so far: a reader's position below the end may be gone
+	closed   atomic.Bool
 
 	tail tailWaiters
+	// refresh is a follower's: Wait calls it every followerPoll to look
+	// for what the writing process did. Nil for a Log.
+	refresh func() error
 
 	// Counters since Open, for Stats (and metrics).
 	counters counters
@@ -129,6 +134,7 @@ func open(dir string, opts Options) (*Log, error) {
 	l.repl.init()
 	l.tail.init()
 	if opts.ReadOnly {
+		l.refresh = func() error { _, err := l.Refresh(); return err }
 		if err := l.loadFollower(); err != nil {
 			l.closeSegments()
 			return nil, fmt.Errorf("storage: open %s read-only: %w", dir, err)
@@ -172,28 +178,28 @@ func open(dir string, opts Options) (*Log, error) {
 }
 
 // Dir returns the log's directory.
-func (l *Log) Dir() string { return l.dir }
+func (v *view) Dir() string { return v.dir }
 
 // OpenStats reports what Open did (clean or not, what it rescanned).
 func (l *Log) OpenStats() OpenStats { return l.openStats }
 
-func (l *Log) publish(segs []*segment.Segment) {
+func (v *view) publish(segs []*segment.Segment) {
 	s := slices.Clone(segs)
-	l.segs.Store(&s)
+	v.segs.Store(&s)
 }
 
-func (l *Log) segments() []*segment.Segment { return *l.segs.Load() }
+func (v *view) segments() []*segment.Segment { return *v.segs.Load() }
 
-func (l *Log) active() *segment.Segment {
-	s := l.segments()
+func (v *view) active() *segment.Segment {
+	s := v.segments()
 	return s[len(s)-1]
 }
 
 // StartOffset returns the first readable offset.
-func (l *Log) StartOffset() int64 { return l.start.Load() }
+func (v *view) StartOffset() int64 { return v.start.Load() }
 
 // EndOffset returns the offset the next record will get.
-func (l *Log) EndOffset() int64 { return l.end.Load() }
+func (v *view) EndOffset() int64 { return v.end.Load() }
 
 // FlushedOffset returns the offset below which every record is fsynced.
 func (l *Log) FlushedOffset() int64 { return l.commit.flushed.Load() }
@@ -210,11 +216,11 @@ type SegmentInfo struct {
 
 // Segments lists the log's segments, oldest first. MaxTimestamp of a
 // sealed segment comes from its time index, which this opens if needed.
-func (l *Log) Segments() ([]SegmentInfo, error) {
-	if l.closed.Load() {
+func (v *view) Segments() ([]SegmentInfo, error) {
+	if v.closed.Load() {
 		return nil, ErrClosed
 	}
-	segs := l.segments()
+	segs := v.segments()
 	out := make([]SegmentInfo, 0, len(segs))
 	for i, s := range segs {
 		size, err := s.Size()
@@ -393,12 +399,12 @@ func (l *Log) close(flush bool) error {
 	return nil
 }
 
-func (l *Log) closeSegments() error { return l.closeSegmentsWith((*segment.Segment).Close) }
+func (v *view) closeSegments() error { return v.closeSegmentsWith((*segment.Segment).Close) }
 
 // closeSegmentsWith closes every segment with closeFn (Close, or
 // CloseUnsynced for CloseUnflushed).
-func (l *Log) closeSegmentsWith(closeFn func(*segment.Segment) error) error {
-	p := l.segs.Load()
+func (v *view) closeSegmentsWith(closeFn func(*segment.Segment) error) error {
+	p := v.segs.Load()
 	if p == nil {
 		return nil
 	}

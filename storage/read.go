@@ -12,29 +12,29 @@ import (
 )
 
 // wakeWaiters wakes every goroutine in Wait; cheap when there are none.
-func (l *Log) wakeWaiters() { l.tail.wake() }
+func (v *view) wakeWaiters() { v.tail.wake() }
 
 // Wait blocks until the log holds a record at offset (EndOffset > offset),
 // the context is done, or the log is closed (ErrClosed). It does not poll:
 // appends wake it. A broker's long-poll fetch calls it with a deadline.
-func (l *Log) Wait(ctx context.Context, offset int64) error {
-	return l.waitFor(ctx, func() bool { return l.end.Load() > offset })
+func (v *view) Wait(ctx context.Context, offset int64) error {
+	return v.waitFor(ctx, func() bool { return v.end.Load() > offset })
 }
 
 // waitFor blocks until cond holds, rechecking it whenever the end offset
-// or the high watermark moves. A read-only log has no appends in this
-// process to wake it: it looks at the files every readOnlyPoll instead.
-func (l *Log) waitFor(ctx context.Context, cond func() bool) error {
+// or the high watermark moves. A follower has no appends in this process
+// to wake it: it looks at the files (v.refresh) every followerPoll
+// instead.
+func (v *view) waitFor(ctx context.Context, cond func() bool) error {
 	var poll time.Duration
-	if l.opts.ReadOnly {
-		poll = readOnlyPoll
+	if v.refresh != nil {
+		poll = followerPoll
 	}
-	refresh := func() error { _, err := l.Refresh(); return err }
-	return l.tail.wait(ctx, cond, l.closed.Load, poll, refresh)
+	return v.tail.wait(ctx, cond, v.closed.Load, poll, v.refresh)
 }
 
-// readOnlyPoll is how often Wait on a read-only log looks for new data.
-const readOnlyPoll = 50 * time.Millisecond
+// followerPoll is how often Wait on a follower looks for new data.
+const followerPoll = 50 * time.Millisecond
 
 // MaxReadBytes caps the maxBytes of one read.
 const MaxReadBytes = 64 << 20
@@ -47,19 +47,19 @@ var errCaughtUp = errors.New("caught up")
 // When the segment list changes under it (a roll, a deletion, a
 // truncation) it looks again, and the range check decides: below the
 // start or beyond the end is ErrOffsetOutOfRange, at the end errCaughtUp.
-func (l *Log) inSegment(offset, limit int64, read func(seg *segment.Segment, limit int64) error) error {
+func (v *view) inSegment(offset, limit int64, read func(seg *segment.Segment, limit int64) error) error {
 	for attempt := 0; ; attempt++ {
-		if l.closed.Load() {
+		if v.closed.Load() {
 			return ErrClosed
 		}
-		start, end := l.start.Load(), l.end.Load()
+		start, end := v.start.Load(), v.end.Load()
 		if offset < start || offset > end {
 			return fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, start, end)
 		}
 		if offset >= min(end, limit) {
 			return errCaughtUp
 		}
-		segsPtr, gen := l.segs.Load(), l.commit.truncGen.Load()
+		segsPtr, gen := v.segs.Load(), v.truncGen.Load()
 		segs := *segsPtr
 		if offset < segs[0].Base() {
 			continue // segments were deleted from the front meanwhile
@@ -69,16 +69,16 @@ func (l *Log) inSegment(offset, limit int64, read func(seg *segment.Segment, lim
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, io.EOF) && i < len(segs)-1 && l.segs.Load() == segsPtr && l.commit.truncGen.Load() == gen {
+		if errors.Is(err, io.EOF) && i < len(segs)-1 && v.segs.Load() == segsPtr && v.truncGen.Load() == gen {
 			// A sealed segment, unchanged, that ends before the offset
 			// the next one begins at: a hole (or damage), not the end.
-			if herr := l.checkSealedEnd(segs[i], segs[i+1].Base()); herr != nil {
-				return fmt.Errorf("storage: read %s at offset %d: %w", l.dir, offset, herr)
+			if herr := v.checkSealedEnd(segs[i], segs[i+1].Base()); herr != nil {
+				return fmt.Errorf("storage: read %s at offset %d: %w", v.dir, offset, herr)
 			}
 		}
 		retry := errors.Is(err, segment.ErrDeleted) || errors.Is(err, segment.ErrClosed) || errors.Is(err, io.EOF)
 		if !retry || attempt >= 100 {
-			return fmt.Errorf("storage: read %s at offset %d: %w", l.dir, offset, err)
+			return fmt.Errorf("storage: read %s at offset %d: %w", v.dir, offset, err)
 		}
 	}
 }
@@ -88,25 +88,25 @@ func (l *Log) inSegment(offset, limit int64, read func(seg *segment.Segment, lim
 // segment. The first batch may begin before offset. At EndOffset it
 // returns nothing and no error; below StartOffset or beyond EndOffset it
 // returns ErrOffsetOutOfRange.
-func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
-	return l.ReadInto(nil, offset, maxBytes)
+func (v *view) Read(offset int64, maxBytes int) ([]byte, error) {
+	return v.ReadInto(nil, offset, maxBytes)
 }
 
 // ReadInto is Read appending to dst[:0], to reuse a buffer.
-func (l *Log) ReadInto(dst []byte, offset int64, maxBytes int) ([]byte, error) {
-	return l.readBounded(dst, offset, maxBytes, math.MaxInt64)
+func (v *view) ReadInto(dst []byte, offset int64, maxBytes int) ([]byte, error) {
+	return v.readBounded(dst, offset, maxBytes, math.MaxInt64)
 }
 
-func (l *Log) readBounded(dst []byte, offset int64, maxBytes int, limit int64) ([]byte, error) {
+func (v *view) readBounded(dst []byte, offset int64, maxBytes int, limit int64) ([]byte, error) {
 	var data []byte
-	err := l.inSegment(offset, limit, func(seg *segment.Segment, limit int64) (err error) {
+	err := v.inSegment(offset, limit, func(seg *segment.Segment, limit int64) (err error) {
 		data, err = seg.ReadBatches(dst, offset, min(max(maxBytes, 1), MaxReadBytes), limit)
 		return err
 	})
 	if err == errCaughtUp {
 		return dst[:0], nil
 	}
-	l.counters.readBytes.Add(int64(len(data)))
+	v.counters.readBytes.Add(int64(len(data)))
 	return data, err
 }
 
@@ -123,7 +123,7 @@ func (l *Log) readBounded(dst []byte, offset int64, maxBytes int, limit int64) (
 // then Next again to follow the log. A Record and its slices are valid
 // until the next call to Next. A Reader is not safe for concurrent use.
 type Reader struct {
-	l        *Log
+	l        *view
 	next     int64
 	limit    func() int64
 	maxBytes int
@@ -135,8 +135,8 @@ type Reader struct {
 }
 
 // NewReader returns a Reader positioned at offset.
-func (l *Log) NewReader(offset int64) *Reader {
-	return &Reader{l: l, next: offset, maxBytes: DefaultReadBytes}
+func (v *view) NewReader(offset int64) *Reader {
+	return &Reader{l: v, next: offset, maxBytes: DefaultReadBytes}
 }
 
 // Offset returns the offset of the next record Next will return.
@@ -218,11 +218,11 @@ func (r *Reader) Next() bool {
 // after ts (milliseconds), using the time indexes. When every record is
 // older it returns EndOffset: where a consumer starts to see only newer
 // records.
-func (l *Log) OffsetForTime(ts int64) (int64, error) {
-	if l.closed.Load() {
+func (v *view) OffsetForTime(ts int64) (int64, error) {
+	if v.closed.Load() {
 		return 0, ErrClosed
 	}
-	for _, seg := range l.segments() {
+	for _, seg := range v.segments() {
 		maxTS, _, ok, err := seg.MaxTimestamp()
 		if errors.Is(err, segment.ErrDeleted) {
 			continue
@@ -240,7 +240,7 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		r := l.NewReader(max(h.BaseOffset, l.StartOffset()))
+		r := v.NewReader(max(h.BaseOffset, v.StartOffset()))
 		for r.Next() {
 			if r.Record().Timestamp >= ts {
 				return r.Record().Offset, nil
@@ -250,7 +250,7 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 			return 0, r.Err()
 		}
 	}
-	return l.EndOffset(), nil
+	return v.EndOffset(), nil
 }
 
 // ReadRecord returns the record at offset: a point read that, in an
@@ -264,10 +264,10 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 // skips them: at the offset of one, or of a record a compaction removed,
 // it returns the next data record; with none before the end of the log,
 // ErrOffsetOutOfRange.
-func (l *Log) ReadRecord(buf []byte, offset int64) (Record, []byte, error) {
+func (v *view) ReadRecord(buf []byte, offset int64) (Record, []byte, error) {
 	for {
 		var rec Record
-		err := l.inSegment(offset, math.MaxInt64, func(seg *segment.Segment, _ int64) (err error) {
+		err := v.inSegment(offset, math.MaxInt64, func(seg *segment.Segment, _ int64) (err error) {
 			rec, buf, err = seg.ReadRecord(buf, offset)
 			return err
 		})

@@ -26,17 +26,17 @@ type Region struct {
 	NextOffset  int64  // offset after the last batch
 
 	read int64 // bytes consumed by Read or WriteTo
-	log  *Log
+	log  *view
 	gen  int64 // the log's truncation generation at ReadRegion
 }
 
 // ReadRegion is Read without the copy: it returns where the batches are.
 // The same offset rules apply; at EndOffset the Region is empty.
-func (l *Log) ReadRegion(offset int64, maxBytes int) (*Region, error) {
-	gen := l.commit.truncGen.Load()
+func (v *view) ReadRegion(offset int64, maxBytes int) (*Region, error) {
+	gen := v.truncGen.Load()
 	var sp segment.Span
 	var seg *segment.Segment
-	err := l.inSegment(offset, math.MaxInt64, func(s *segment.Segment, limit int64) (err error) {
+	err := v.inSegment(offset, math.MaxInt64, func(s *segment.Segment, limit int64) (err error) {
 		seg = s
 		sp, err = s.Span(offset, maxBytes, limit)
 		return err
@@ -47,7 +47,7 @@ func (l *Log) ReadRegion(offset int64, maxBytes int) (*Region, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Region{seg: seg, Path: seg.LogPath(), Position: sp.Position, Length: sp.Length, FirstOffset: sp.FirstOffset, NextOffset: sp.NextOffset, log: l, gen: gen}, nil
+	return &Region{seg: seg, Path: seg.LogPath(), Position: sp.Position, Length: sp.Length, FirstOffset: sp.FirstOffset, NextOffset: sp.NextOffset, log: v, gen: gen}, nil
 }
 
 // Read reads the region's bytes sequentially, so a Region is an
@@ -119,7 +119,7 @@ func (r *Region) WriteTo(w io.Writer) (int64, error) {
 
 // truncated reports whether the log was truncated since ReadRegion: the
 // bytes at the region's position may be another leader's now.
-func (r *Region) truncated() bool { return r.log != nil && r.log.commit.truncGen.Load() != r.gen }
+func (r *Region) truncated() bool { return r.log != nil && r.log.truncGen.Load() != r.gen }
 
 // sendfile copies length bytes at pos of f to the socket with sendfile(2),
 // at an explicit offset, so concurrent readers of the same file do not

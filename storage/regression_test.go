@@ -22,7 +22,7 @@ func TestTruncateBeforeFsyncIsNotAcknowledged(t *testing.T) {
 	h := mustHeader(t, batch)
 	l.writeMu.Lock()
 	res, err := l.appendLocked(batch, h) // written, not yet synced
-	gen := l.commit.truncGen.Load()
+	gen := l.truncGen.Load()
 	l.writeMu.Unlock()
 	require.NoError(t, err)
 	require.NoError(t, l.Truncate(res.FirstOffset))

@@ -7,7 +7,8 @@ import (
 
 // replication is the state a replicated log keeps beside its records: the
 // idempotent producers' recent batches, the leader epochs and the high
-// watermark, each with the files that make it durable. Guarded by writeMu;
+// watermark (published in view.hw), each with the files that make it
+// durable. Guarded by writeMu;
 // epochs also by epochMu, for readers of the cache.
 type replication struct {
 	producers *producerState
@@ -22,7 +23,6 @@ type replication struct {
 	// interrupted, found at open; -1: none.
 	truncationPending int64
 
-	hw atomic.Int64 // the high watermark, published
 	// hwCheckpointed is the high watermark last written to its file.
 	hwCheckpointed atomic.Int64
 }

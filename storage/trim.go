@@ -53,7 +53,7 @@ func (l *Log) Truncate(offset int64) error {
 	if err := writeCheckpoint(l.opts.FS, l.dir, truncationFile, newEnd, l.opts.FileMode); err != nil {
 		return fmt.Errorf("storage: truncate %s: %w", l.dir, err)
 	}
-	l.commit.truncGen.Add(1)
+	l.truncGen.Add(1)
 	l.end.Store(newEnd)
 	if l.commit.flushed.Load() > newEnd {
 		l.commit.flushed.Store(newEnd)

@@ -232,11 +232,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ends = make(map[partKey]int64, len(parts))
 	}
 	for _, p := range parts {
-		st, err := p.Log.Stats()
+		st, err := p.Stats()
 		if errors.Is(err, storage.ErrClosed) {
 			continue
 		}
-		ost := p.Log.OpenStats()
+		var ost storage.OpenStats // a follower's open recovers nothing
+		if p.Log != nil {
+			ost = p.Log.OpenStats()
+		}
 		labels := c.labels(strconv.FormatInt(int64(p.Partition), 10), p.Topic)
 		// One allocation for the partition's metrics, which share labels.
 		ms := make([]sample, len(c.part)+1)

@@ -423,7 +423,7 @@ func TestReadOnlyStore(t *testing.T) {
 	offs, err := offsets.OpenReadOnly(offsets.Dir(f.root), offsets.Options{})
 	require.NoError(t, err)
 	defer offs.Close()
-	_, err = st.Log("orders", 0)
+	_, err = st.Follower("orders", 0)
 	require.NoError(t, err)
 	c := metrics.New(st, metrics.Options{Offsets: offs})
 	// A read-only open does not look at the clean-shutdown marker:

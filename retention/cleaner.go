@@ -436,10 +436,14 @@ func (c *Cleaner) planPartition(j job, now time.Time) (r result) {
 		return r
 	}
 	l, err := c.store.Log(j.topic, j.partition)
-	if err != nil {
-		return fail(err)
+	var segs []storage.SegmentInfo
+	switch {
+	case errors.Is(err, storage.ErrReadOnly) && c.opts.DryRun:
+		// A dry run beside the writing process: through the follower.
+		segs, err = c.followerSegments(j.topic, j.partition)
+	case err == nil:
+		segs, err = l.Segments()
 	}
-	segs, err := l.Segments()
 	if err != nil {
 		return fail(err)
 	}
@@ -490,4 +494,14 @@ func (c *Cleaner) recoverPanic(j job, r *result) {
 		r.err = fmt.Errorf("retention: %s: panic: %v", storage.PartitionDir(j.topic, j.partition), v)
 		r.retry = r.retry || j.retry
 	}
+}
+
+// followerSegments lists a partition's segments through its follower in
+// a read-only store.
+func (c *Cleaner) followerSegments(topic string, partition int32) ([]storage.SegmentInfo, error) {
+	f, err := c.store.Follower(topic, partition)
+	if err != nil {
+		return nil, err
+	}
+	return f.Segments()
 }

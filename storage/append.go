@@ -116,9 +116,6 @@ func (l *Log) checkWritableLocked() error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	if l.opts.ReadOnly {
-		return ErrReadOnly
-	}
 	if err := l.failure(); err != nil {
 		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
@@ -209,7 +206,7 @@ func (l *Log) rollLocked() error {
 	// under heavy writeback here) and every fsync. Until then the old
 	// segment stays as it was, read as the active one is, and followers
 	// in other processes open it as they open the active one (it is past
-	// the recovery point: loadFollower). Past maxUnsealedRolls segments
+	// the recovery point: Follower.load). Past maxUnsealedRolls segments
 	// waiting for their seal, the roll seals old itself, all but the
 	// .log's fsync, and the flusher only fsyncs it.
 	//

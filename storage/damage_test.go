@@ -304,9 +304,7 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 	require.NoError(t, os.WriteFile(idx, nil, 0o640))
 	require.NoError(t, os.Remove(filepath.Join(dir, cleanShutdownFile)))
 	before := snapshotDir(t, dir)
-	opts := small()
-	opts.ReadOnly = true
-	l, err := Open(dir, opts)
+	l, err := OpenFollower(dir, small())
 	require.NoError(t, err)
 	assert.Equal(t, int64(600), readAll(t, l, 0))
 	_, err = l.Segments()

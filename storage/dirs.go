@@ -184,8 +184,7 @@ func listPartition(fsys vfs.FS, dir string) (PartitionListing, error) {
 	slices.Sort(pl.Segments)
 	slices.Sort(pl.Snapshots)
 	// The verdict comes from the log's own listing, read-only.
-	probe := &Log{view: view{dir: dir, opts: Options{FS: fsys, ReadOnly: true}}}
-	if _, err := probe.listDir(); err != nil {
+	if _, err := listPartitionDir(fsys, dir, nil); err != nil {
 		pl.Refused = err
 	}
 	return pl, nil

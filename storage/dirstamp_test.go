@@ -62,13 +62,11 @@ func TestUnchangedDirectoryNotListed(t *testing.T) {
 	}
 	// A read-only open (a follower's view, which lists) changes nothing
 	// either.
-	ro := small()
-	ro.ReadOnly = true
-	l, err := Open(dir, ro)
+	f, err := OpenFollower(dir, small())
 	require.NoError(t, err)
-	assert.Equal(t, int64(600), readAll(t, l, 0))
-	require.NoError(t, l.Close())
-	l, err = Open(dir, small())
+	assert.Equal(t, int64(600), readAll(t, f, 0))
+	require.NoError(t, f.Close())
+	l, err := Open(dir, small())
 	require.NoError(t, err)
 	assert.True(t, l.OpenStats().DirUnchanged)
 	require.NoError(t, l.Close())

@@ -26,8 +26,8 @@ var (
 	// ErrTruncated is returned to an appender waiting for its fsync when
 	// a Truncate removed its records first: they were not acknowledged.
 	ErrTruncated = errors.New("storage: records truncated before they were flushed")
-	// ErrReadOnly is returned by writes to a log or store opened with
-	// ReadOnly.
+	// ErrReadOnly is returned by writes to a store opened with ReadOnly,
+	// by its Log, and by Open given ReadOnly (use OpenFollower).
 	ErrReadOnly = errors.New("storage: opened read-only")
 	// ErrInvalidOptions reports Options that cannot be used.
 	ErrInvalidOptions = errors.New("storage: invalid options")

@@ -15,6 +15,18 @@ import (
 
 // Helpers shared by the package's tests.
 
+// logReader is the read API a Log and a Follower share, for helpers that
+// read either.
+type logReader interface {
+	NewReader(offset int64) *Reader
+	Read(offset int64, maxBytes int) ([]byte, error)
+	ReadRecord(buf []byte, offset int64) (Record, []byte, error)
+	OffsetForTime(ts int64) (int64, error)
+	StartOffset() int64
+	EndOffset() int64
+	Segments() ([]SegmentInfo, error)
+}
+
 // small makes segments roll often.
 func small() Options {
 	return Options{SegmentBytes: 4096, IndexIntervalBytes: 256, MaxIndexBytes: 1024}
@@ -52,7 +64,7 @@ func fill(t testing.TB, l *Log, n, per int) {
 }
 
 // readAll reads every record from offset to the end and checks its value.
-func readAll(t testing.TB, l *Log, from int64) int64 {
+func readAll(t testing.TB, l logReader, from int64) int64 {
 	t.Helper()
 	r := l.NewReader(from)
 	want := from
@@ -101,11 +113,14 @@ func requireZeroTail(t testing.TB, seg *segment.Segment) {
 	require.Greater(t, fileSizeOf(t, seg.LogPath()), size, "precondition: a preallocated tail past the data")
 }
 
-// openReadOnly opens the log in dir read-only, as openLog does.
-func openReadOnly(t testing.TB, dir string, opts Options) *Log {
+// openReadOnly opens a follower of the log in dir; it is closed when the
+// test ends.
+func openReadOnly(t testing.TB, dir string, opts Options) *Follower {
 	t.Helper()
-	opts.ReadOnly = true
-	return openLog(t, dir, opts)
+	f, err := OpenFollower(dir, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return f
 }
 
 // openStore opens the store at root with opts; it is closed when the test
@@ -135,7 +150,7 @@ func partitionLog(t testing.TB, s *Store, topic string, p int32) *Log {
 
 // assertRecords asserts that l ends at end and that every record from 0 up
 // to it reads back as fill wrote it.
-func assertRecords(t testing.TB, l *Log, end int64, msgAndArgs ...any) {
+func assertRecords(t testing.TB, l logReader, end int64, msgAndArgs ...any) {
 	t.Helper()
 	assert.Equal(t, end, l.EndOffset(), msgAndArgs...)
 	assert.Equal(t, end, readAll(t, l, 0), msgAndArgs...)

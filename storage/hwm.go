@@ -29,9 +29,6 @@ func (l *Log) SetHighWatermark(hw int64) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	if l.opts.ReadOnly {
-		return ErrReadOnly
-	}
 	if hw < l.start.Load() || hw > l.end.Load() {
 		return fmt.Errorf("%w: high watermark %d outside [%d, %d]", ErrOffsetOutOfRange, hw, l.start.Load(), l.end.Load())
 	}
@@ -61,19 +58,25 @@ func (l *Log) checkpointHighWatermark() error {
 // file, the start offset a missing file means) needs no rewrite at the
 // first Sync; a damaged file or a value the log no longer holds does.
 func (l *Log) loadHighWatermark() {
-	read, ok, err := readCheckpoint(l.opts.FS, l.dir, highWatermarkFile)
-	v := read
-	if err != nil || !ok {
-		v = l.start.Load()
-	}
-	v = min(max(v, l.start.Load()), l.end.Load())
-	l.hw.Store(v)
-	switch {
-	case err == nil && ok && v == read, err == nil && !ok && v == l.start.Load():
-		l.repl.hwCheckpointed.Store(v)
-	default:
+	if l.view.loadHighWatermark() {
+		l.repl.hwCheckpointed.Store(l.hw.Load())
+	} else {
 		l.repl.hwCheckpointed.Store(math.MinInt64)
 	}
+}
+
+// loadHighWatermark reads the high watermark from its file, kept within
+// [start, end] (the start when there is none), and reports whether the
+// file holds that value (none holds the start).
+func (v *view) loadHighWatermark() (checkpointed bool) {
+	read, ok, err := readCheckpoint(v.opts.FS, v.dir, highWatermarkFile)
+	hw := read
+	if err != nil || !ok {
+		hw = v.start.Load()
+	}
+	hw = min(max(hw, v.start.Load()), v.end.Load())
+	v.hw.Store(hw)
+	return err == nil && ok && hw == read || err == nil && !ok && hw == v.start.Load()
 }
 
 // lowerHighWatermark keeps the high watermark within the log after a

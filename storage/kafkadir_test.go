@@ -284,7 +284,7 @@ func TestKafkaDirectoryOpensReadOnly(t *testing.T) {
 	}
 	want, end := kafkaFixtureData(t)
 
-	l, err := Open(dir, Options{ReadOnly: true})
+	l, err := OpenFollower(dir, Options{})
 	require.NoError(t, err)
 	defer l.Close()
 	assert.Equal(t, int64(0), l.StartOffset())
@@ -340,7 +340,7 @@ func TestKafkaDirectoryOpensReadOnly(t *testing.T) {
 }
 
 // readRecords reads every record of l with a Reader, copied.
-func readRecords(t *testing.T, l *Log) []Record {
+func readRecords(t *testing.T, l logReader) []Record {
 	t.Helper()
 	r := l.NewReader(l.StartOffset())
 	var got []Record

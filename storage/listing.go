@@ -23,9 +23,6 @@ func (l *Log) listDir() ([]int64, error) {
 	}
 	l.repl.snapshots = ls.snapshots
 	for _, o := range ls.orphans {
-		if l.opts.ReadOnly {
-			break // not ours to clean up
-		}
 		if o.why != "" {
 			if err := l.quarantine(o.name, o.why); err != nil {
 				return nil, err

@@ -134,12 +134,7 @@ func open(dir string, opts Options) (*Log, error) {
 	l.repl.init()
 	l.tail.init()
 	if opts.ReadOnly {
-		l.refresh = func() error { _, err := l.Refresh(); return err }
-		if err := l.loadFollower(); err != nil {
-			l.closeSegments()
-			return nil, fmt.Errorf("storage: open %s read-only: %w", dir, err)
-		}
-		return l, nil
+		return nil, fmt.Errorf("storage: open %s: %w: a reader beside the writer opens the log with OpenFollower", dir, ErrReadOnly)
 	}
 	if !opts.unlocked {
 		// A directory created here is durable in its parent before
@@ -283,15 +278,26 @@ func (l *Log) Stats() (Stats, error) {
 	if l.closed.Load() {
 		return Stats{}, ErrClosed
 	}
-	segs := l.segments()
-	c := &l.counters
-	st := Stats{StartOffset: l.StartOffset(), EndOffset: l.EndOffset(), FlushedOffset: l.FlushedOffset(), Segments: len(segs),
-		AppendedBatches: c.appendedBatches.Load(), AppendedRecords: c.appendedRecords.Load(), AppendedBytes: c.appendedBytes.Load(),
-		Fsyncs: c.fsyncs.Load(), FsyncTime: time.Duration(c.fsyncNanos.Load()), FailedFsyncs: c.failedFsyncs.Load(),
-		ReadBatchBytes: c.readBytes.Load(), OpenTime: time.Duration(c.openNanos), Failed: l.failure()}
+	st, err := l.stats()
+	st.FlushedOffset = l.FlushedOffset()
+	st.Failed = l.failure()
 	if d := l.damaged(); d != nil {
 		st.Damaged = d
 	}
+	return st, err
+}
+
+// stats is the part of Stats that a Log and a Follower share.
+func (v *view) stats() (Stats, error) {
+	if v.closed.Load() {
+		return Stats{}, ErrClosed
+	}
+	segs := v.segments()
+	c := &v.counters
+	st := Stats{StartOffset: v.StartOffset(), EndOffset: v.EndOffset(), Segments: len(segs),
+		AppendedBatches: c.appendedBatches.Load(), AppendedRecords: c.appendedRecords.Load(), AppendedBytes: c.appendedBytes.Load(),
+		Fsyncs: c.fsyncs.Load(), FsyncTime: time.Duration(c.fsyncNanos.Load()), FailedFsyncs: c.failedFsyncs.Load(),
+		ReadBatchBytes: c.readBytes.Load(), OpenTime: time.Duration(c.openNanos)}
 	for _, s := range segs {
 		n, err := s.Size()
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -326,11 +332,6 @@ func (l *Log) close(flush bool) error {
 	if l.closed.Swap(true) {
 		l.writeMu.Unlock()
 		return nil
-	}
-	if l.opts.ReadOnly {
-		l.writeMu.Unlock()
-		l.wakeWaiters()
-		return l.closeSegments()
 	}
 	close(l.stop)
 	l.writeMu.Unlock()

@@ -290,10 +290,9 @@ func TestReadOnlyFollowsWriter(t *testing.T) {
 
 	r := openReadOnly(t, dir, small())
 	assert.Equal(t, int64(40), r.EndOffset())
-	_, err := r.Append(Record{Value: []byte("x")})
-	assert.ErrorIs(t, err, ErrReadOnly)
-	assert.ErrorIs(t, r.Truncate(0), ErrReadOnly)
-	_, err = r.DeleteSegmentsBefore(10)
+	// A follower has no write method; a writable open with ReadOnly set
+	// is refused, pointing to OpenFollower.
+	_, err := Open(dir, Options{ReadOnly: true})
 	assert.ErrorIs(t, err, ErrReadOnly)
 
 	done := make(chan int64)

@@ -129,12 +129,12 @@ type Options struct {
 	// ProducerExpiry is how long the state of an idempotent producer is
 	// kept after all its batches were deleted (default 24h).
 	ProducerExpiry time.Duration
-	// ReadOnly opens the log as a follower: without changing anything on
-	// disk and without the directory lock, to read a log that another
-	// process may be writing: no recovery, no checkpoints; every write
-	// returns ErrReadOnly. The end offset is what the files held at open;
-	// Refresh, Wait and the Reader look again for more. (One idea at
-	// every layer: index.Options.Follow, segment.OpenFollow, Refresh.)
+	// ReadOnly, in a Store's options, opens the store read-only: without
+	// changing anything on disk and without the directory lock, to read
+	// a store that another process may be writing; its partitions are
+	// followers (Store.Follower) and every write returns ErrReadOnly.
+	// Open refuses it (ErrReadOnly): a single log is followed with
+	// OpenFollower, which sets it.
 	ReadOnly bool
 	// OnFsync, when set, is called after every fsync of a segment file
 	// with how long it took (for a latency histogram). It must be quick:

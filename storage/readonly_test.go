@@ -167,3 +167,40 @@ func TestReadOnlyOpenDuringDeletion(t *testing.T) {
 	assert.Len(t, got, len(segs)-2)
 	assert.Equal(t, int64(600), readAll(t, r, r.StartOffset()))
 }
+
+// A read-only store's partitions are followers: Store.Log and every write
+// refuse with ErrReadOnly, Store.Follower reads what the writer wrote and
+// follows what it appends after; a writable store has no followers.
+func TestReadOnlyStoreHasFollowers(t *testing.T) {
+	root := t.TempDir()
+	w := openStore(t, root, StoreOptions{Log: small()})
+	require.NoError(t, w.CreateTopic("orders", 1, TopicConfig{}))
+	fill(t, partitionLog(t, w, "orders", 0), 30, 3)
+	_, err := w.Follower("orders", 0)
+	assert.ErrorIs(t, err, ErrInvalidOptions, "a writable store is read through Log")
+
+	ro := small()
+	ro.ReadOnly = true
+	r := openStore(t, root, StoreOptions{Log: ro})
+	_, err = r.Log("orders", 0)
+	assert.ErrorIs(t, err, ErrReadOnly)
+	_, err = r.Produce("orders", Record{Value: []byte("x")})
+	assert.ErrorIs(t, err, ErrReadOnly)
+	assert.ErrorIs(t, r.Sync(), ErrReadOnly)
+	f, err := r.Follower("orders", 0)
+	require.NoError(t, err)
+	assertRecords(t, f, 30)
+
+	fill(t, partitionLog(t, w, "orders", 0), 30, 3)
+	moved, err := f.Refresh()
+	require.NoError(t, err)
+	assert.True(t, moved)
+	assertRecords(t, f, 60)
+	parts := r.OpenPartitions()
+	require.Len(t, parts, 1)
+	assert.Same(t, f, parts[0].Follower)
+	assert.Nil(t, parts[0].Log)
+	st, err := parts[0].Stats()
+	require.NoError(t, err)
+	assert.Equal(t, int64(60), st.EndOffset)
+}

@@ -225,18 +225,62 @@ func (s *Store) Root() string { return s.root }
 func (s *Store) OpenFiles() int { return s.budget.OpenFiles() }
 
 // logSlot is a partition's log in the store: ready is closed once the
-// first caller of Log has opened it (l) or failed (err).
+// first caller of Log (or Follower) has opened it (l, or f in a read-only
+// store) or failed (err).
 type logSlot struct {
 	ready chan struct{}
 	l     *Log
+	f     *Follower
 	err   error
+}
+
+// close closes the slot's log or follower, if it opened.
+func (slot *logSlot) close() error {
+	switch {
+	case slot.l != nil:
+		return slot.l.Close()
+	case slot.f != nil:
+		return slot.f.Close()
+	}
+	return nil
 }
 
 // Log returns a partition's log, opening it on first use. The Log stays
 // valid until the store is closed or the topic deleted; do not Close it.
 // Partitions open concurrently: one partition's recovery does not hold up
-// the others (callers for the same partition wait for its opening).
+// the others (callers for the same partition wait for its opening). A
+// read-only store has followers instead (Follower): Log returns
+// ErrReadOnly.
 func (s *Store) Log(topic string, partition int32) (*Log, error) {
+	if s.opts.Log.ReadOnly {
+		return nil, fmt.Errorf("%w: the store's partitions are read through Store.Follower", ErrReadOnly)
+	}
+	slot, err := s.slot(topic, partition)
+	if err != nil {
+		return nil, err
+	}
+	return slot.l, nil
+}
+
+// Follower returns a partition's follower in a read-only store
+// (StoreOptions.Log.ReadOnly), opening it on first use: what Log is to a
+// writable store. It stays valid until the store is closed; do not Close
+// it. On a writable store it returns an error wrapping ErrInvalidOptions:
+// read through Log.
+func (s *Store) Follower(topic string, partition int32) (*Follower, error) {
+	if !s.opts.Log.ReadOnly {
+		return nil, fmt.Errorf("%w: the store is writable: its partitions are read through Store.Log", ErrInvalidOptions)
+	}
+	slot, err := s.slot(topic, partition)
+	if err != nil {
+		return nil, err
+	}
+	return slot.f, nil
+}
+
+// slot returns a partition's opened slot, opening its log (or follower)
+// on first use.
+func (s *Store) slot(topic string, partition int32) (*logSlot, error) {
 	if err := ValidateTopic(topic); err != nil {
 		return nil, err
 	}
@@ -259,28 +303,44 @@ func (s *Store) Log(topic string, partition int32) (*Log, error) {
 	if ok {
 		s.mu.Unlock()
 		<-slot.ready
-		return slot.l, slot.err
+		if slot.err != nil {
+			return nil, slot.err
+		}
+		return slot, nil
 	}
 	slot = &logSlot{ready: make(chan struct{})}
 	s.logs[name] = slot
 	s.mu.Unlock()
 
-	l, err := s.openLog(name)
+	l, f, err := s.openLog(name)
 	s.mu.Lock()
 	if err != nil {
 		delete(s.logs, name) // the next caller tries again
 	}
-	slot.l, slot.err = l, err
+	slot.l, slot.f, slot.err = l, f, err
 	close(slot.ready)
 	s.mu.Unlock()
-	return l, err
+	if err != nil {
+		return nil, err
+	}
+	return slot, nil
 }
 
-// OpenPartition is a partition whose log is open.
+// OpenPartition is a partition whose log is open: Log in a writable
+// store, Follower in a read-only one.
 type OpenPartition struct {
 	Topic     string
 	Partition int32
 	Log       *Log
+	Follower  *Follower
+}
+
+// Stats returns the partition's Stats, from its log or its follower.
+func (p OpenPartition) Stats() (Stats, error) {
+	if p.Follower != nil {
+		return p.Follower.Stats()
+	}
+	return p.Log.Stats()
 }
 
 // OpenPartitions lists the partitions whose logs are open now (opening
@@ -295,11 +355,11 @@ func (s *Store) OpenPartitions() []OpenPartition {
 		default:
 			continue // still opening
 		}
-		if slot.l == nil {
+		if slot.l == nil && slot.f == nil {
 			continue
 		}
 		topic, p, _ := ParsePartitionDir(name)
-		out = append(out, OpenPartition{Topic: topic, Partition: p, Log: slot.l})
+		out = append(out, OpenPartition{Topic: topic, Partition: p, Log: slot.l, Follower: slot.f})
 	}
 	slices.SortFunc(out, func(a, b OpenPartition) int {
 		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
@@ -311,23 +371,28 @@ func (s *Store) OpenPartitions() []OpenPartition {
 func closeSlots(slots []*logSlot) error {
 	var errs []error
 	for _, slot := range slots {
-		if <-slot.ready; slot.l != nil {
-			errs = append(errs, slot.l.Close())
-		}
+		<-slot.ready
+		errs = append(errs, slot.close())
 	}
 	return errors.Join(errs...)
 }
 
-// openLog opens a partition's log with its topic's configuration.
-func (s *Store) openLog(name string) (*Log, error) {
+// openLog opens a partition's log with its topic's configuration: a Log,
+// or a Follower in a read-only store.
+func (s *Store) openLog(name string) (*Log, *Follower, error) {
 	dir := filepath.Join(s.root, name)
 	cfg, err := readTopicConfig(s.opts.Log.FS, dir)
 	if err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	opts := cfg.apply(s.opts.Log)
 	opts.startFloor = s.startFloor(name)
-	return Open(dir, opts)
+	if opts.ReadOnly {
+		f, err := OpenFollower(dir, opts)
+		return nil, f, err
+	}
+	l, err := Open(dir, opts)
+	return l, nil, err
 }
 
 // Partition chooses the partition for a record key: xxhash64 of the key
@@ -405,8 +470,11 @@ func (s *Store) Produce(topic string, recs ...Record) ([]Produced, error) {
 	return out, nil
 }
 
-// Sync fsyncs every open log.
+// Sync fsyncs every open log. A read-only store returns ErrReadOnly.
 func (s *Store) Sync() error {
+	if s.opts.Log.ReadOnly {
+		return ErrReadOnly
+	}
 	var errs []error
 	for _, l := range s.openLogs() {
 		if err := l.Sync(); err != nil && !errors.Is(err, ErrClosed) {

@@ -42,9 +42,6 @@ func (l *Log) Sync() error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	if l.opts.ReadOnly {
-		return ErrReadOnly
-	}
 	if err := l.syncTo(l.end.Load()); err != nil {
 		return err
 	}

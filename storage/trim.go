@@ -225,9 +225,6 @@ func (l *Log) checkDeletableLocked() error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	if l.opts.ReadOnly {
-		return ErrReadOnly
-	}
 	if d := l.damaged(); d != nil {
 		return refuseDamaged(d)
 	}

@@ -48,7 +48,7 @@ func copyV1Log(t *testing.T) string {
 
 // assertMixedRecords reads [from, end) with a Reader and with ReadRecord
 // and checks each record: version-1 ones below v1Records, v2 ones after.
-func assertMixedRecords(t *testing.T, l *Log, from, end int64) {
+func assertMixedRecords(t *testing.T, l logReader, from, end int64) {
 	t.Helper()
 	want := func(n int64) Record {
 		if n < v1Records {
@@ -131,7 +131,7 @@ func TestV1DirectoryTakesV2Appends(t *testing.T) {
 	assert.Greater(t, len(segs), 2, "rolled into segments of v2 batches")
 	require.NoError(t, l.Close())
 
-	ro, err := Open(dir, Options{ReadOnly: true})
+	ro, err := OpenFollower(dir, Options{})
 	require.NoError(t, err)
 	assertMixedRecords(t, ro, 0, v1Records+60)
 	require.NoError(t, ro.Close())

@@ -32,7 +32,7 @@ func TestZeroTimestampAtSegmentBase(t *testing.T) {
 	appendAt(0, 5)
 	appendAt(7, 5)
 	require.NoError(t, l.Checkpoint())
-	check := func(l *Log, when string) {
+	check := func(l logReader, when string) {
 		assert.Equal(t, int64(30), readAll(t, l, 0), when)
 		segs, err := l.Segments()
 		require.NoError(t, err)

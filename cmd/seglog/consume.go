@@ -233,7 +233,7 @@ func runConsume(c *cli, dir, topic string, partition int, from fromSpec, group s
 		out: out, w: bufio.NewWriterSize(e.stdout, 64<<10)}
 	var starts []offsets.Commit
 	for _, p := range parts {
-		l, err := store.Log(topic, p)
+		l, err := store.Follower(topic, p)
 		if err != nil {
 			return c.fail("%v", err)
 		}
@@ -261,7 +261,7 @@ func runConsume(c *cli, dir, topic string, partition int, from fromSpec, group s
 
 type partReader struct {
 	p         int32
-	l         *storage.Log
+	l         *storage.Follower
 	r         *storage.Reader
 	pos       int64 // next offset to print
 	committed int64 // last offset committed by this run, -1: none
@@ -282,7 +282,7 @@ type consumer struct {
 
 // startOffset returns where to start reading partition p, and whether
 // that is the group's committed offset.
-func (cs *consumer) startOffset(l *storage.Log, p int32, from fromSpec) (int64, bool, error) {
+func (cs *consumer) startOffset(l *storage.Follower, p int32, from fromSpec) (int64, bool, error) {
 	name := storage.PartitionDir(cs.topic, p)
 	start, end := l.StartOffset(), l.EndOffset()
 	if cs.ost != nil {

@@ -158,7 +158,7 @@ func describeCommand(e *env) *cobra.Command {
 
 // describePart gathers what describe shows of one partition.
 func describePart(store *storage.Store, ost *offsets.Store, topic string, p int32) (describePartition, error) {
-	l, err := store.Log(topic, p)
+	l, err := store.Follower(topic, p)
 	if err != nil {
 		return describePartition{}, err
 	}

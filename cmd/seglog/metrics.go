@@ -46,7 +46,7 @@ func metricsCommand(e *env) *cobra.Command {
 			code = exitOK
 			for _, t := range store.Topics() {
 				for p := range int32(t.Partitions) {
-					if _, err := store.Log(t.Name, p); err != nil {
+					if _, err := store.Follower(t.Name, p); err != nil {
 						c.warn("%s: %v", storage.PartitionDir(t.Name, p), err)
 						code = exitFailure
 					}

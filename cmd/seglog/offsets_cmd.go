@@ -179,7 +179,7 @@ func lagRows(store *storage.Store, ost *offsets.Store, groups []string) ([]lagRo
 				continue
 			}
 			for p := int32(0); p < int32(n); p++ {
-				l, err := store.Log(topic, p)
+				l, err := store.Follower(topic, p)
 				if err != nil {
 					return nil, err
 				}

@@ -267,7 +267,7 @@ func planReset(c *cli, store *storage.Store, dir string, cur *offsets.Store, gro
 			return nil, code, false
 		}
 		for _, p := range parts {
-			l, err := store.Log(t, p)
+			l, err := store.Follower(t, p)
 			if err != nil {
 				return nil, c.fail("%v", err), false
 			}

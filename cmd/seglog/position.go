@@ -88,7 +88,7 @@ func parseFrom(s string, now time.Time) (fromSpec, error) {
 // resolve returns the offset where spec starts on l, given the committed
 // offset (for fromShift; -1: none, shift from the log start). The result
 // may lie outside [start, end]: the caller clamps and says so.
-func (f fromSpec) resolve(l *storage.Log, committed int64) (int64, error) {
+func (f fromSpec) resolve(l *storage.Follower, committed int64) (int64, error) {
 	switch f.kind {
 	case fromLatest:
 		return l.EndOffset(), nil

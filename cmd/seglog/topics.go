@@ -77,7 +77,7 @@ func listTopics(c *cli, dir string, asJSON bool) int {
 	var rows []topicRow
 	for _, t := range store.Topics() {
 		for p := int32(0); p < int32(t.Partitions); p++ {
-			l, err := store.Log(t.Name, p)
+			l, err := store.Follower(t.Name, p)
 			if err != nil {
 				return c.fail("%v", err)
 			}

@@ -213,7 +213,7 @@ func (l *Log) rollLocked() error {
 	// Registered before flushed is read: from here on no checkpoint moves
 	// the recovery point past old until the flusher is done with it, and
 	// one that did not see old registered read flushed before this roll
-	// did (writeRecoveryPoint reads it before rollFloor), so when it
+	// did (writeRecoveryPoint reads it before roll.floor), so when it
 	// wrote old's end the roll seals old durably itself.
 	waiting := l.roll.add(old)
 	background := l.commit.flushed.Load() < end

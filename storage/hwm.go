@@ -38,7 +38,7 @@ func (l *Log) SetHighWatermark(hw int64) error {
 }
 
 // checkpointHighWatermark writes the high watermark if it moved. Sync,
-// Truncate and Close call it, possibly at once: ckptMu keeps their writes
+// Truncate and Close call it, possibly at once: ckpt.mu keeps their writes
 // (and the record of what was written) in order.
 func (l *Log) checkpointHighWatermark() error {
 	l.ckpt.mu.Lock()

@@ -46,20 +46,20 @@ type rolledSegment struct {
 // apiece). Eight 128 MiB segments are a gigabyte of burst.
 const maxUnsealedRolls = 8
 
-// rollIndexLocked returns where s is among the rolled segments waiting
-// for the flusher, or -1. The caller holds rollMu.
+// indexLocked returns where s is among the rolled segments waiting
+// for the flusher, or -1. The caller holds r.mu.
 func (r *rollFlusher) indexLocked(s *segment.Segment) int {
-	return slices.IndexFunc(r.pending, func(r rolledSegment) bool { return r.seg == s })
+	return slices.IndexFunc(r.pending, func(p rolledSegment) bool { return p.seg == s })
 }
 
-// isRollPending reports whether s waits for the background flusher.
+// isPending reports whether s waits for the background flusher.
 func (r *rollFlusher) isPending(s *segment.Segment) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.indexLocked(s) >= 0
 }
 
-// addRollPending records that old is to be fsynced after its roll; the
+// add records that old is to be fsynced after its roll; the
 // recovery point stays at or below its base until then. It returns how
 // many other rolled segments wait unsealed (setUnsealed). A segment is
 // recorded once: a roll that failed to create its successor left old
@@ -91,7 +91,7 @@ func (r *rollFlusher) setUnsealed(old *segment.Segment, unsealed bool) {
 	}
 }
 
-// lastRollPending returns the newest rolled segment waiting for the
+// last returns the newest rolled segment waiting for the
 // flusher, or nil.
 func (r *rollFlusher) last() *segment.Segment {
 	r.mu.Lock()
@@ -102,7 +102,7 @@ func (r *rollFlusher) last() *segment.Segment {
 	return r.pending[len(r.pending)-1].seg
 }
 
-// dropRollPending removes the entry of s from the rolled segments
+// drop removes the entry of s from the rolled segments
 // to fsync.
 func (r *rollFlusher) drop(s *segment.Segment) {
 	r.mu.Lock()
@@ -112,7 +112,7 @@ func (r *rollFlusher) drop(s *segment.Segment) {
 	}
 }
 
-// rollFloor returns the base of the oldest rolled segment whose .log is
+// floor returns the base of the oldest rolled segment whose .log is
 // not yet fsynced: the recovery point must not pass it.
 func (r *rollFlusher) floor() (int64, bool) {
 	r.mu.Lock()
@@ -145,7 +145,7 @@ func (l *Log) startRollFlusherLocked() {
 		defer l.wg.Done()
 		for {
 			_ = l.syncRolled(l.stop) // a failure is recorded in the log
-			// Decided under rollMu: a roll that publishes a new segment
+			// Decided under roll.mu: a roll that publishes a new segment
 			// after this finds the flag down and starts another.
 			l.roll.mu.Lock()
 			if !l.roll.dueLocked(l.active()) || l.failure() != nil || isClosed(l.stop) {
@@ -167,12 +167,12 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// rollDueLocked reports whether the oldest rolled segment not yet
+// dueLocked reports whether the oldest rolled segment not yet
 // fsynced can be dealt with now: it is no longer the active segment (a
 // roll in progress has not published its successor; a failed roll or a
 // truncation left it active, and the next roll queues it again). While
 // it is active the recovery point stays at or below its base, where a
-// crash rescans from anyway. The caller holds rollMu.
+// crash rescans from anyway. The caller holds r.mu.
 func (r *rollFlusher) dueLocked(active *segment.Segment) bool {
 	return len(r.pending) > 0 && r.pending[0].seg != active
 }
@@ -189,7 +189,7 @@ func (l *Log) syncRolledNow() error {
 }
 
 // syncRolled seals and fsyncs each segment that a roll left to it, oldest
-// first, while one is due (rollDueLocked), the log has not failed and
+// first, while one is due (rollFlusher.dueLocked), the log has not failed and
 // stop is not closed (nil: never), fsyncs the directory for the segments
 // the rolls created, and checkpoints the recovery point after each. It
 // holds the group-commit flag, so that it never runs beside a Truncate

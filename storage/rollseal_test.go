@@ -41,7 +41,7 @@ func waitForStack(t *testing.T, fns ...string) {
 }
 
 // rollBlockedOnRollMu is what waitForStack looks for: the roll waiting
-// for rollMu, which the test holds.
+// for roll.mu, which the test holds.
 var rollBlockedOnRollMu = []string{"storage.(*Log).rollLocked", "sync.(*Mutex).Lock"}
 
 // A roll registers the old segment with the flusher before it reads the
@@ -50,7 +50,7 @@ var rollBlockedOnRollMu = []string{"storage.(*Log).rollLocked", "sync.(*Mutex).L
 // both without writeMu), writes a recovery point at the old segment's end
 // while the roll leaves it unsealed: a follower then maps its full-size
 // index as sealed and faults once the flusher trims it. The test widens
-// the window by holding rollMu while the roll waits for it.
+// the window by holding roll.mu while the roll waits for it.
 func TestRollRegistersBeforeReadingFlushed(t *testing.T) {
 	dir := t.TempDir()
 	opts := rollOpts()

@@ -130,9 +130,7 @@ func (l *Log) noteEpochLocked(epoch int32, offset int64) error {
 	if epoch < 0 {
 		return nil
 	}
-	l.repl.epochMu.Lock()
-	l.repl.epochs.entries = append(l.repl.epochs.entries, EpochEntry{Epoch: epoch, StartOffset: offset})
-	l.repl.epochMu.Unlock()
+	l.repl.addEpoch(epoch, offset)
 	return l.writeEpochCacheLocked()
 }
 
@@ -167,9 +165,7 @@ func (l *Log) SetFollower() {
 // LeaderEpochs returns the leader epoch cache: each epoch and its first
 // offset, oldest first.
 func (l *Log) LeaderEpochs() []EpochEntry {
-	l.repl.epochMu.Lock()
-	defer l.repl.epochMu.Unlock()
-	return append([]EpochEntry(nil), l.repl.epochs.entries...)
+	return l.repl.leaderEpochs()
 }
 
 // EndOffsetForEpoch answers a follower's question: for the largest epoch at
@@ -181,18 +177,6 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64,
 	if l.closed.Load() {
 		return 0, 0, ErrClosed
 	}
-	l.repl.epochMu.Lock()
-	defer l.repl.epochMu.Unlock()
-	es := l.repl.epochs.entries
-	i := len(es) - 1
-	for i >= 0 && es[i].Epoch > epoch {
-		i--
-	}
-	if i < 0 {
-		return -1, -1, nil
-	}
-	if i == len(es)-1 {
-		return es[i].Epoch, l.end.Load(), nil
-	}
-	return es[i].Epoch, es[i+1].StartOffset, nil
+	foundEpoch, endOffset = l.repl.endOffsetForEpoch(epoch, l.end.Load())
+	return foundEpoch, endOffset, nil
 }

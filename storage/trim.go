@@ -76,10 +76,7 @@ func (l *Log) Truncate(offset int64) error {
 		l.start.Store(newEnd)
 	}
 	l.commit.sinceSync = 0
-	l.repl.epochMu.Lock()
-	epochsChanged := l.repl.epochs.truncateFrom(newEnd)
-	l.repl.epochMu.Unlock()
-	if epochsChanged {
+	if l.repl.truncateEpochsFrom(newEnd) {
 		if err := l.writeEpochCacheLocked(); err != nil {
 			return err
 		}
@@ -251,9 +248,7 @@ func (l *Log) dropFrontLocked(segs []*segment.Segment, n int) {
 		// In memory only: entries below the start offset are harmless on
 		// disk, and the next write of the cache (a new epoch, a
 		// truncation, Close) carries the change.
-		l.repl.epochMu.Lock()
-		l.repl.epochsDirty = l.repl.epochs.truncateBefore(newStart) || l.repl.epochsDirty
-		l.repl.epochMu.Unlock()
+		l.repl.truncateEpochsBefore(newStart)
 	}
 	l.publish(segs[n:])
 	l.pendingDelete = append(l.pendingDelete, segs[:n]...)

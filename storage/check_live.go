@@ -117,3 +117,19 @@ func readIndexFile(fsys vfs.FS, path string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// WriterEnd reports whether a writer holds the partition directory dir (a
+// running broker or seglog produce) and, when one does, the end offset a
+// read-only follower (Options.ReadOnly) sees there: the offset after the
+// last whole batch. Tools that read the files themselves (seglog dump)
+// judge what lies below it and leave the tail being written alone.
+func WriterEnd(dir string) (end int64, held bool, err error) {
+	if !partitionHeld(dir) {
+		return 0, false, nil
+	}
+	v, err := followerView(CheckOptions{}.withDefaults(), dir)
+	if err != nil {
+		return 0, true, err
+	}
+	return v.end, true, nil
+}

@@ -36,15 +36,14 @@ stderr with the file and byte position; the exit code is then 1. Every
 byte is decoded by the segment package's own scanner and decoders.
 
 --verify-index prints, for each .log, what storage.Check (seglog verify)
-finds wrong with its .index and .timeindex. Beside a running writer, dump
-prints what the file holds as it reads it: the batch being appended at the
-end of the newest .log may be partial (reported as damage at the end of
-the data); use seglog verify, which reads such a partition through a
-read-only follower up to its last whole batch.
+finds wrong with its .index and .timeindex. In a partition a running
+writer holds (a broker, seglog produce), dump reads up to the last whole
+batch a read-only follower sees there and says once, on stderr, that the
+tail being written is not judged.
 
 --json prints one JSON object per line instead, with a "type" field:
-"batch", "record", "offset_index_entry", "time_index_entry", "index_check"
-or "error". Keys and values are JSON strings when they are valid UTF-8, else
+"batch", "record", "offset_index_entry", "time_index_entry", "index_check",
+"note" or "error". Keys and values are JSON strings when they are valid UTF-8, else
 base64 with "key_encoding"/"value_encoding": "base64"; null is null.`
 
 const dumpExample = `
@@ -193,14 +192,28 @@ func (d *dumper) problem(file string, pos int64, msg string) {
 func (d *dumper) file(path string) {
 	switch {
 	case strings.HasSuffix(path, segment.LogSuffix):
+		base, named := segmentBase(path)
+		tail := int64(-1)
+		if named {
+			// A partition a writer holds is judged up to the last whole
+			// batch its follower sees, asked before the file's size is
+			// read: what the writer appends meanwhile lies past it.
+			end, held, err := storage.WriterEnd(filepath.Dir(path))
+			if err != nil {
+				d.problem(path, -1, fmt.Sprintf("%s: held by a writer, and a read-only follower cannot open it: %v", path, err))
+				return
+			}
+			if held {
+				tail = end
+			}
+		}
 		f, size, err := openLogFile(path)
 		if err != nil {
 			d.problem(path, -1, err.Error())
 			return
 		}
 		defer f.Close()
-		base, named := segmentBase(path)
-		d.log(newBatchWalk(f, size, path), base, named)
+		d.log(newBatchWalk(f, size, path), base, named, tail)
 		if d.o.verifyIndex {
 			d.indexCheck(path)
 		}
@@ -292,8 +305,10 @@ func nullableLen(b []byte) int {
 }
 
 // log dumps the .log that s walks. It never panics on any bytes: every
-// decoding is the segment package's hostile-input-safe decoders.
-func (d *dumper) log(s *batchWalk, base int64, named bool) {
+// decoding is the segment package's hostile-input-safe decoders. tail >= 0
+// is where the tail a writer is appending begins: batches from there on
+// are not read.
+func (d *dumper) log(s *batchWalk, base int64, named bool, tail int64) {
 	path := s.path
 	if !d.o.json {
 		fmt.Fprintf(d.w, "Dumping %s\n", path)
@@ -303,8 +318,13 @@ func (d *dumper) log(s *batchWalk, base int64, named bool) {
 	}
 	var it segment.RecordIter
 	next, haveNext := base, named
+	stopped := false
 	for s.Next() {
 		h, pos := s.Header, s.Pos
+		if tail >= 0 && h.BaseOffset >= tail {
+			stopped = true
+			break
+		}
 		valid := s.VerifyErr == nil
 		if d.o.json {
 			_ = writeJSONLine(d.w, batchJSON{Type: "batch", File: path, BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(),
@@ -327,9 +347,29 @@ func (d *dumper) log(s *batchWalk, base int64, named bool) {
 			d.records(&it, s.Batch, path, pos)
 		}
 	}
+	if tail >= 0 && (stopped || s.Err() != nil && next >= tail) {
+		d.note(path, fmt.Sprintf("%s: held by a writer: read up to offset %d, the last whole batch a read-only follower sees; the tail being written is not judged", path, tail))
+		return
+	}
 	if err := s.Err(); err != nil {
 		d.problem(path, s.End(), err.Error())
 	}
+}
+
+// note says something on stderr (and, with --json, in the output) that
+// is not a problem.
+func (d *dumper) note(file, msg string) {
+	if d.o.json {
+		_ = writeJSONLine(d.w, noteJSON{Type: "note", File: file, Note: msg})
+	}
+	_ = d.w.Flush()
+	fmt.Fprintf(d.stderr, "%s: %s\n", d.name, msg)
+}
+
+type noteJSON struct {
+	Type string `json:"type"`
+	File string `json:"file"`
+	Note string `json:"note"`
 }
 
 func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos int64) {
@@ -478,7 +518,7 @@ func dumpLogBytes(w, stderr io.Writer, data []byte, name string, o dumpOptions) 
 	bw := bufio.NewWriter(w)
 	d := &dumper{w: bw, stderr: stderr, o: o, name: "seglog dump"}
 	base, named := segmentBase(name)
-	d.log(newBatchWalk(readerAtBytes(data), int64(len(data)), name), base, named)
+	d.log(newBatchWalk(readerAtBytes(data), int64(len(data)), name), base, named, -1)
 	_ = bw.Flush()
 	return d.problems
 }

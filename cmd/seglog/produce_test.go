@@ -53,8 +53,8 @@ func dumpBatches(t *testing.T, dir string) []dumpedBatch {
 }
 
 // TestProduceBatchBytes: batches are capped by bytes as well as lines
-// (issue 12, item 17): 1,000 lines of 20 KB made one 20 MB batch that the
-// engine refused, losing all of it. --linger holds lines back until a
+// so that 1,000 lines of 20 KB do not make one 20 MB batch that the
+// engine refuses, losing all of it. --linger holds lines back until a
 // batch is full, so the caps alone cut the batches (the input is all
 // there; the end of input ends the wait): every batch but the last is
 // full.
@@ -125,7 +125,7 @@ func keysFor(t *testing.T) (string, string) {
 
 // TestProduceStopReportsWhatWasAppended: when produce stops on an error,
 // everything before the failing line or batch is appended and stderr
-// says exactly which lines were, at which offsets (issue 12, item 17).
+// says exactly which lines were, at which offsets.
 func TestProduceStopReportsWhatWasAppended(t *testing.T) {
 	k0, k1 := keysFor(t)
 	numbered := func(n int, f func(i int) string) string {

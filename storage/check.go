@@ -212,13 +212,13 @@ func Check(dir string, opts CheckOptions) (Report, error) {
 // one, or holding segments: a Log's directory may have any name), else the
 // partition directories of the data root dir.
 func partitionDirs(fsys vfs.FS, dir string) ([]string, error) {
-	if IsPartitionDir(dir) {
+	if isPartitionDir(dir) {
 		return []string{dir}, nil
 	}
 	if pl, err := listPartition(fsys, dir); err == nil && len(pl.Segments) > 0 {
 		return []string{dir}, nil
 	}
-	rl, err := ListRoot(dir)
+	rl, err := listRoot(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +267,7 @@ func checkPartitionState(opts CheckOptions, dir string, detectLive bool) ([]Prob
 	for _, f := range pl.Files {
 		path := filepath.Join(dir, f.Name)
 		switch f.Kind {
-		case FileLeftover:
+		case fileLeftover:
 			if ownLeftover(f.Name) {
 				if liveDir {
 					continue // a file the writer is writing now
@@ -276,7 +276,7 @@ func checkPartitionState(opts CheckOptions, dir string, detectLive bool) ([]Prob
 			} else {
 				add(Problem{Kind: ProblemUnusableFile, File: path, Pos: -1, From: -1, Upto: -1, What: f.Why + "; the next open moves it into " + QuarantineDir, Severity: SeverityWarning, OpenRepairs: true})
 			}
-		case FileRefused:
+		case fileRefused:
 			refused = true
 			add(Problem{Kind: ProblemRefused, File: path, Pos: -1, From: -1, Upto: -1, What: f.Why + " (the log refuses to open)", Severity: SeverityError})
 		}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,8 +17,9 @@ import (
 
 const dumpDesc = `
 Print what is in segment files, read-only: the FILEs named, or with --dir
-every .log of a partition directory (--dir DATA/orders-0), or of a topic's
-partitions (--dir DATA --topic orders [--partition 0]), in offset order.
+every .log of a partition directory (--dir DATA/orders-0), or with --topic
+of a topic's partitions in a data directory (--dir DATA --topic orders
+[--partition 0]), in offset order.
   .log        what kafka-dump-log.sh --print-data-log prints: one line per
               batch (base and last offset, count, producer fields, leader
               epoch, transactional, control, position, timestamp type and
@@ -111,29 +114,23 @@ func dumpCommand(e *env) *cobra.Command {
 	return cmd
 }
 
-// dumpDirFiles lists the .log files that dump --dir names: those of a
-// partition directory, or of a topic's partitions in a data directory.
+// dumpDirFiles lists the .log files that dump --dir names: those of the
+// partition directory dir, or with --topic, of the topic's partitions in
+// the data directory dir, in offset order.
 func dumpDirFiles(c *cli, dir, topic string, partition int) ([]string, int) {
 	if err := requireDir(dir); err != nil {
 		return nil, c.fail("%v", err)
 	}
-	var dirs []string
-	if storage.IsPartitionDir(dir) {
-		if topic != "" || partition >= 0 {
-			return nil, c.usageErr("--dir %s is a partition directory: --topic and --partition are for a data directory", dir)
-		}
-		dirs = []string{dir}
-	} else {
-		if topic == "" {
-			return nil, c.usageErr("--dir %s is a data directory: say which --topic to dump", dir)
-		}
-		rl, err := storage.ListRoot(dir)
+	dirs := []string{dir}
+	if topic != "" {
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, c.fail("%v", fileErr(dir, err))
 		}
-		for _, p := range rl.Partitions {
-			if p.Topic == topic && (partition < 0 || int(p.Partition) == partition) {
-				dirs = append(dirs, filepath.Join(dir, p.Name))
+		dirs = nil
+		for _, e := range entries {
+			if t, p, ok := storage.ParsePartitionDir(e.Name()); ok && e.IsDir() && t == topic && (partition < 0 || int(p) == partition) {
+				dirs = append(dirs, filepath.Join(dir, e.Name()))
 			}
 		}
 		if len(dirs) == 0 {
@@ -142,14 +139,29 @@ func dumpDirFiles(c *cli, dir, topic string, partition int) ([]string, int) {
 			}
 			return nil, c.fail("topic %s does not exist in %s", topic, dir)
 		}
+		slices.SortFunc(dirs, func(a, b string) int {
+			_, pa, _ := storage.ParsePartitionDir(filepath.Base(a))
+			_, pb, _ := storage.ParsePartitionDir(filepath.Base(b))
+			return int(pa) - int(pb)
+		})
 	}
 	var files []string
 	for _, d := range dirs {
-		pl, err := storage.ListPartition(d)
+		entries, err := os.ReadDir(d)
 		if err != nil {
 			return nil, c.fail("%v", fileErr(d, err))
 		}
-		for _, base := range pl.Segments {
+		var bases []int64
+		for _, e := range entries {
+			if base, ok := segment.ParseFileName(e.Name(), segment.LogSuffix); ok {
+				bases = append(bases, base)
+			}
+			if _, _, ok := storage.ParsePartitionDir(e.Name()); ok && e.IsDir() && topic == "" {
+				return nil, c.usageErr("--dir %s holds partition directories: say which --topic to dump", d)
+			}
+		}
+		slices.Sort(bases)
+		for _, base := range bases {
 			files = append(files, filepath.Join(d, segment.FileName(base, segment.LogSuffix)))
 		}
 	}

@@ -72,7 +72,7 @@ func TestProduceBatchBytes(t *testing.T) {
 		{"512KiB zstd", 200, []string{"--batch-bytes", "512KiB", "--compression", "zstd"}, 512 << 10, 200 * lineBytes / (512 << 10), 0},
 		{"plain bytes", 200, []string{"--batch-bytes", "100000"}, 100000, 200 * lineBytes / 100000, 0},
 		{"a line larger than the cap goes alone", 30, []string{"--batch-bytes", "10KiB"}, 10 << 10, 30, 0},
-		{"the line cap still applies", 100, []string{"--batch", "7"}, segment.HeaderSize + 7*(lineBytes+recordOverhead), 100 / 7, 7},
+		{"the line cap still applies", 100, []string{"--batch", "7"}, segment.HeaderSize + 7*(lineBytes+segment.MaxRecordOverhead), 100 / 7, 7},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +88,7 @@ func TestProduceBatchBytes(t *testing.T) {
 			total := 0
 			for i, b := range batches {
 				total += int(b.Count)
-				size := func(lines int) int { return segment.HeaderSize + lines*(lineBytes+recordOverhead) }
+				size := func(lines int) int { return segment.HeaderSize + lines*(lineBytes+segment.MaxRecordOverhead) }
 				if b.Count > 1 {
 					assert.LessOrEqual(t, size(int(b.Count)), tc.cap, "batch %d: %d lines", i, b.Count)
 				}

@@ -12,11 +12,12 @@ import (
 
 const verifyDesc = `
 Check a data directory without changing a byte of it, and print what the
-library's checks return: storage.Check for every partition (the rules
-recovery applies: segment names, every batch's header, checksum and
-offsets (--deep also decodes every record), the joins between segments, each segment's .index and .timeindex
-against its batches, the checkpoints) and offsets.Check for the offset
-store (the rules its open applies to the snapshot and journals).
+library's checks return: storage.Check for every partition, with the
+rules recovery applies (segment names; every batch's header, checksum
+and offsets, and with --deep every record; the joins between segments;
+each segment's .index and .timeindex against its batches; the
+checkpoints), and offsets.Check for the offset store, with the rules its
+open applies to the snapshot and the journals.
 
 Each problem says where (file and byte position), what, how serious, and
 whether the next open repairs it by itself (a torn tail cut, a leftover

@@ -25,6 +25,7 @@ type CheckProblem struct {
 	Err bool
 }
 
+// String says the severity, where and what, as seglog verify prints it.
 func (p CheckProblem) String() string {
 	sev := "warning"
 	if p.Err {

@@ -225,7 +225,7 @@ func (d *dumper) file(path string) {
 			return
 		}
 		defer f.Close()
-		d.log(newBatchWalk(f, size, path), base, named, tail)
+		d.log(newBatchWalk(f, size, path, base, named), tail)
 		if d.o.verifyIndex {
 			d.indexCheck(path)
 		}
@@ -320,7 +320,7 @@ func nullableLen(b []byte) int {
 // decoding is the segment package's hostile-input-safe decoders. tail >= 0
 // is where the tail a writer is appending begins: batches from there on
 // are not read.
-func (d *dumper) log(s *batchWalk, base int64, named bool, tail int64) {
+func (d *dumper) log(s *batchWalk, tail int64) {
 	path := s.path
 	if !d.o.json {
 		fmt.Fprintf(d.w, "Dumping %s\n", path)
@@ -329,7 +329,6 @@ func (d *dumper) log(s *batchWalk, base int64, named bool, tail int64) {
 		}
 	}
 	var it segment.RecordIter
-	next, haveNext := base, named
 	stopped := false
 	for s.Next() {
 		h, pos := s.Header, s.Pos
@@ -351,15 +350,11 @@ func (d *dumper) log(s *batchWalk, base int64, named bool, tail int64) {
 		if !valid {
 			d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch at offset %d: %v", path, pos, h.BaseOffset, s.VerifyErr))
 		}
-		if haveNext && h.BaseOffset != next {
-			d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch base offset %d, expected %d (offsets must follow on)", path, pos, h.BaseOffset, next))
-		}
-		next, haveNext = h.NextOffset(), true
 		if d.o.records && valid {
 			d.records(&it, s.Batch, path, pos)
 		}
 	}
-	if tail >= 0 && (stopped || s.Err() != nil && next >= tail) {
+	if tail >= 0 && (stopped || s.Err() != nil && s.sc.NextOffset() >= tail) {
 		d.note(path, fmt.Sprintf("%s: held by a writer: read up to offset %d, the last whole batch a read-only follower sees; the tail being written is not judged", path, tail))
 		return
 	}
@@ -530,7 +525,7 @@ func dumpLogBytes(w, stderr io.Writer, data []byte, name string, o dumpOptions) 
 	bw := bufio.NewWriter(w)
 	d := &dumper{w: bw, stderr: stderr, o: o, name: "seglog dump"}
 	base, named := segmentBase(name)
-	d.log(newBatchWalk(readerAtBytes(data), int64(len(data)), name), base, named, -1)
+	d.log(newBatchWalk(readerAtBytes(data), int64(len(data)), name, base, named), -1)
 	_ = bw.Flush()
 	return d.problems
 }

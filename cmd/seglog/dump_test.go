@@ -116,6 +116,16 @@ func TestDumpDamagedFile(t *testing.T) {
 		assert.Contains(t, r.stdout, `"type":"error"`)
 		assert.Contains(t, r.stderr, p+" at byte "+itoa(first.Size())+": seglog: corrupt data: unknown version (magic) 9")
 	})
+	t.Run("offsets that do not follow on", func(t *testing.T) {
+		// The file named as if its first batch were at offset 5: the
+		// scanner, as recovery's, stops at the first batch.
+		p := filepath.Join(t.TempDir(), segment.FileName(5, segment.LogSuffix))
+		require.NoError(t, os.WriteFile(p, clean, 0o644))
+		r := seglog(t, "", "dump", p)
+		assert.Equal(t, 1, r.code)
+		assert.NotContains(t, r.stdout, "baseOffset: ")
+		assert.Contains(t, r.stderr, p+" at byte 0: seglog: corrupt data: batch base offset 0, expected 5")
+	})
 	t.Run("index pointing inside a batch", func(t *testing.T) {
 		d := filepath.Join(t.TempDir(), "x-0")
 		require.NoError(t, os.MkdirAll(d, 0o755))

@@ -36,8 +36,12 @@ type batchWalk struct {
 	VerifyErr error
 }
 
-func newBatchWalk(r io.ReaderAt, size int64, path string) *batchWalk {
-	return &batchWalk{path: path, sc: segment.NewScanner(r, size, segment.ScanOptions{File: path, Window: 256 << 10})}
+// newBatchWalk walks the batches of the .log at path, size bytes of r.
+// For a file named like a segment (named, base its base offset), the
+// scanner also checks that offsets follow on from base, as recovery's
+// scan does: a batch that does not is damage that stops the walk.
+func newBatchWalk(r io.ReaderAt, size int64, path string, base int64, named bool) *batchWalk {
+	return &batchWalk{path: path, sc: segment.NewScanner(r, size, segment.ScanOptions{File: path, Window: 256 << 10, CheckOffsets: named, FirstOffset: base})}
 }
 
 // Next advances to the next batch; false at the end of the file or at

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seglog/seglog/bench"
+	"github.com/seglog/seglog/kestrel/kestrelbench"
 )
 
 const benchDesc = `
@@ -43,7 +44,7 @@ func benchCommand(e *env) *cobra.Command {
 	cmd := command(e, "bench [WORKLOAD...] [flags]", "measure the storage engine on this disk", strings.Replace(benchDesc, "%s", strings.Join(benchGroups(), ", "), 1), benchExample,
 		func(cl *cli, pos []string) int {
 			c.Workloads = append(append([]string{}, workloads...), pos...)
-			c.Extra = []bench.ExtraGroup{kestrelBenchGroup()}
+			c.Extra = []bench.ExtraGroup{kestrelbench.Group()}
 			ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt)
 			defer stop()
 			err := bench.RunCommand(ctx, c, o, e.stdout, e.stderr)
@@ -76,5 +77,5 @@ func benchCommand(e *env) *cobra.Command {
 // benchGroups are the workload groups of seglog bench: the bench
 // package's and the protocol servers'.
 func benchGroups() []string {
-	return append(append([]string{}, bench.Groups...), kestrelBenchGroup().Name)
+	return append(append([]string{}, bench.Groups...), kestrelbench.Group().Name)
 }

@@ -316,7 +316,8 @@ func TestInitProducerIDHandsOutNewIDsAcrossRestartsAndRefusesTransactions(t *tes
 	txn.TransactionalID = &id
 	assert.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, roundTrip[*kmsg.InitProducerIDResponse](t, b.client(), txn).ErrorCode)
 	fc := kmsg.NewPtrFindCoordinatorRequest()
-	fc.SetVersion(3)
-	fc.CoordinatorKey, fc.CoordinatorType = "txn", 1
-	assert.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, roundTrip[*kmsg.FindCoordinatorResponse](t, b.client(), fc).ErrorCode)
+	fc.CoordinatorKey, fc.CoordinatorKeys, fc.CoordinatorType = "txn", []string{"txn"}, 1
+	fcResp := roundTrip[*kmsg.FindCoordinatorResponse](t, b.client(), fc)
+	require.Len(t, fcResp.Coordinators, 1, "kgo sends the batched version")
+	assert.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, fcResp.Coordinators[0].ErrorCode)
 }

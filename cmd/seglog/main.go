@@ -168,6 +168,7 @@ func newRoot(e *env) *cobra.Command {
 		{"data", produceCommand(e)},
 		{"data", consumeCommand(e)},
 		{"data", queueCommand(e)},
+		{"data", serveKafkaCommand(e)},
 		{"admin", topicsCommand(e)},
 		{"admin", describeCommand(e)},
 		{"admin", offsetsCommand(e)},

@@ -39,6 +39,9 @@ type Config struct {
 	Full bool `json:"full"`
 	// Workloads selects workload groups by name (all when empty).
 	Workloads []string `json:"workloads,omitempty"`
+	// Extra are workload groups defined outside the package, run after
+	// the suite's own (see Group).
+	Extra []Group `json:"-"`
 }
 
 // Groups lists the workload groups a suite can run, in order.
@@ -94,10 +97,17 @@ type suiteEntry struct {
 func Suite(c Config) ([]Workload, error) {
 	c = c.WithDefaults()
 	want := map[string]bool{}
+	names := slices.Clone(Groups)
+	for _, g := range c.Extra {
+		names = append(names, g.Name)
+	}
 	for _, n := range c.Workloads {
 		g, ok := canonicalGroup(n)
+		if !ok && slices.Contains(names, n) {
+			g, ok = n, true
+		}
 		if !ok {
-			return nil, fmt.Errorf("unknown workload %q (want one of %s)", n, strings.Join(Groups, ", "))
+			return nil, fmt.Errorf("unknown workload %q (want one of %s)", n, strings.Join(names, ", "))
 		}
 		want[g] = true
 	}
@@ -129,6 +139,11 @@ func Suite(c Config) ([]Workload, error) {
 		{"offsets", Offsets{Label: "offsets-1c-always", Committers: 1, Sync: offsets.SyncAlways, Duration: c.Duration / 2}},
 		{"offsets", Offsets{Label: fmt.Sprintf("offsets-%dc-always", c.Producers), Committers: c.Producers, Sync: offsets.SyncAlways, Duration: c.Duration / 2}},
 		{"offsets", Offsets{Label: "offsets-1c-never", Committers: 1, Sync: offsets.SyncNever, Duration: c.Duration / 2}},
+	}
+	for _, g := range c.Extra {
+		for _, w := range g.Workloads(c) {
+			all = append(all, suiteEntry{g.Name, w})
+		}
 	}
 	var out []Workload
 	for _, e := range all {

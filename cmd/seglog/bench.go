@@ -9,7 +9,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seglog/seglog/bench"
+	"github.com/seglog/seglog/broker/brokerbench"
 )
+
+// benchGroups are the suite's groups and those defined beside it.
+func benchGroups() []string { return append(append([]string{}, bench.Groups...), brokerbench.Group().Name) }
 
 const benchDesc = `
 Measure seglog on this machine's disk, each figure beside what a plain
@@ -20,6 +24,10 @@ removes afterwards. Choose workloads as arguments or with --workloads
 (comma-separated); both together run the union.
 
 Workloads: %s (e2e and random are accepted too).
+
+broker runs the Kafka broker (seglog serve) with franz-go's client over
+loopback, beside the in-process append, a plain loopback copy and
+franz-go's in-memory fake cluster.
 
 The report ends with the targets: figures seglog is designed to reach on
 a typical server (appending 1 KiB records at 2 GB/s, reading a record in
@@ -40,9 +48,10 @@ func benchCommand(e *env) *cobra.Command {
 	var c bench.Config
 	var o bench.CommandOptions
 	var workloads []string
-	cmd := command(e, "bench [WORKLOAD...] [flags]", "measure the storage engine on this disk", strings.Replace(benchDesc, "%s", strings.Join(bench.Groups, ", "), 1), benchExample,
+	cmd := command(e, "bench [WORKLOAD...] [flags]", "measure the storage engine on this disk", strings.Replace(benchDesc, "%s", strings.Join(benchGroups(), ", "), 1), benchExample,
 		func(cl *cli, pos []string) int {
 			c.Workloads = append(append([]string{}, workloads...), pos...)
+			c.Extra = []bench.Group{brokerbench.Group()}
 			ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt)
 			defer stop()
 			err := bench.RunCommand(ctx, c, o, e.stdout, e.stderr)
@@ -67,7 +76,7 @@ func benchCommand(e *env) *cobra.Command {
 	f.IntVar(&c.Producers, "producers", 8, "goroutines of the durable group-commit and concurrent-offsets variants")
 	f.BoolVar(&c.Full, "full", false, "the sizes the targets are stated for (2GiB produce, 512MiB logs, 5s variants; a few minutes)")
 	_ = cmd.MarkFlagDirname("dir")
-	cmd.ValidArgs = append(append([]string{}, bench.Groups...), "e2e", "random")
-	completeValues(cmd, "workloads", bench.Groups)
+	cmd.ValidArgs = append(benchGroups(), "e2e", "random")
+	completeValues(cmd, "workloads", benchGroups())
 	return cmd
 }

@@ -13,7 +13,9 @@ import (
 )
 
 // benchGroups are the suite's groups and those defined beside it.
-func benchGroups() []string { return append(append([]string{}, bench.Groups...), brokerbench.Group().Name) }
+func benchGroups() []string {
+	return append(append([]string{}, bench.Groups...), brokerbench.Group().Name)
+}
 
 const benchDesc = `
 Measure seglog on this machine's disk, each figure beside what a plain

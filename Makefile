@@ -3,7 +3,7 @@ GO        ?= go
 FUZZTIME  ?= 10s
 PKGS      := ./...
 
-.PHONY: all test lint fmt-check vet tidy-check unit fuzz bench gobench build install clean crashtest
+.PHONY: all test lint fmt-check vet tidy-check unit fuzz bench gobench build install clean crashtest crashreplay
 
 all: test
 
@@ -38,6 +38,14 @@ tidy-check:
 crashtest:
 	@out=$$(mktemp); SEGLOG_CRASHTEST=long $(GO) test -count=1 -timeout 90m -v -run 'Crashes$$' ./internal/crashtest/ >$$out 2>&1; rc=$$?; \
 	grep -vE '^=== (RUN|PAUSE|CONT)' $$out; rm -f $$out; exit $$rc
+
+## crashreplay: replay one crash point of the power-loss sweeps with its whole history, to study a failure:
+## POINT=<workload>/<mode>@<point> (a sweep's failure names the workload, the mode and "crash at operation N"),
+## e.g. make crashreplay POINT=log/truncate/lazy@384. Prints the operations, what survived and the check;
+## exits 0 when the check passes.
+crashreplay:
+	@if [ -z "$(POINT)" ]; then echo "usage: make crashreplay POINT=<workload>/<mode>@<point>, e.g. POINT=log/truncate/lazy@384"; exit 2; fi
+	$(GO) test -count=1 -v ./internal/crashtest/ -replay '$(POINT)'
 
 ## fuzz: every fuzz target, each for FUZZTIME.
 fuzz:

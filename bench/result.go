@@ -61,8 +61,8 @@ type Baseline struct {
 	Ratio float64 `json:"ratio"`
 }
 
-// Target is one of the storage issue's performance targets, checked
-// against this run.
+// Target is one of seglog's performance targets (the figures it is
+// designed to reach on a typical server), checked against this run.
 type Target struct {
 	Name  string `json:"name"`  // what is required
 	Value string `json:"value"` // what was measured

@@ -34,8 +34,8 @@ type Config struct {
 	// Producers is N of the durable group-commit variant and the
 	// concurrent offsets committers (8).
 	Producers int `json:"producers"`
-	// Full sets the sizes of the storage issue's targets where a size is
-	// not given.
+	// Full sets the sizes that seglog's performance targets are stated for
+	// where a size is not given.
 	Full bool `json:"full"`
 	// Workloads selects workload groups by name (all when empty).
 	Workloads []string `json:"workloads,omitempty"`
@@ -215,7 +215,7 @@ func kernelRelease() string {
 	return strings.TrimSpace(string(b))
 }
 
-// addTargets checks the storage issue's targets against the results that
+// addTargets checks seglog's performance targets against the results that
 // measure them.
 func addTargets(rep *Report, c Config) {
 	find := func(name string) *Result {

@@ -49,8 +49,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for r.State() != raft.Leader {
-		time.Sleep(10 * time.Millisecond)
+	for !<-r.LeaderCh() { // true once this node has elected itself
 	}
 	f := r.Apply([]byte("hello"), time.Second)
 	if err := f.Error(); err != nil {

@@ -78,6 +78,24 @@ func TestPrefetch(t *testing.T) {
 	Prefetch(Default, filepath.Join(t.TempDir(), "missing"), -1, 0)
 	evict(t, path)
 	Prefetch(readDirOnly{Default}, path, -1, 0) // not the OS file system: nothing
-	time.Sleep(50 * time.Millisecond)
+	// A prefetch of another file through the OS file system, asked for
+	// after it, is cached: had the first one asked the kernel to read
+	// ahead, that read would have been queued before this one's.
+	other := filepath.Join(t.TempDir(), "other")
+	require.NoError(t, os.WriteFile(other, make([]byte, pages*page), 0o600))
+	syncFile(t, other)
+	evict(t, other)
+	Prefetch(Default, other, -1, 0)
+	waitResident(t, other, 0, pages)
 	assert.NotContains(t, resident(t, path), true)
+}
+
+// syncFile fsyncs the file at path, so that its pages are clean and can
+// be evicted.
+func syncFile(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
 }

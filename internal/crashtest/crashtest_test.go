@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -92,36 +91,4 @@ func allWorkloads() map[string]func() Workload {
 		}
 	}
 	return out
-}
-
-// TestReplayPoint replays one crash point with its whole history, for a
-// failure to study: SEGLOG_CRASHTEST_REPLAY=<workload>/<mode>@<point>,
-// for example log/truncate/lazy@384 (add -v).
-func TestReplayPoint(t *testing.T) {
-	spec := os.Getenv("SEGLOG_CRASHTEST_REPLAY")
-	if spec == "" {
-		t.Skip("set SEGLOG_CRASHTEST_REPLAY=<workload>/<mode>@<point>")
-	}
-	at := strings.LastIndexByte(spec, '@')
-	slash := strings.LastIndexByte(spec, '/')
-	require.True(t, at > slash && slash > 0, "bad SEGLOG_CRASHTEST_REPLAY %q", spec)
-	name, modeName := spec[:slash], spec[slash+1:at]
-	point, err := strconv.ParseInt(spec[at+1:], 10, 64)
-	require.NoError(t, err)
-	mode := map[string]crashfs.Mode{"strict": crashfs.Strict, "lazy": crashfs.Lazy, "kill": crashfs.Kill}[modeName]
-	newW, ok := allWorkloads()[name]
-	require.True(t, ok, "no workload %q", name)
-	dir := t.TempDir()
-	fsys, err := crashfs.New(dir, crashfs.Options{Mode: mode, Seed: uint64(point), CrashAt: point, HistoryLen: 1 << 20})
-	require.NoError(t, err)
-	w := newW()
-	t.Logf("run: %v", w.Run(fsys, dir))
-	t.Logf("operations:\n%s", strings.Join(fsys.History(), "\n"))
-	rep, err := fsys.Crash()
-	require.NoError(t, err)
-	t.Logf("%s", rep)
-	last, err := crashfs.New(dir, crashfs.Options{})
-	require.NoError(t, err)
-	n, err := w.Check(last, dir)
-	t.Logf("check: %d acknowledged items, %v", n, err)
 }

@@ -28,7 +28,7 @@ func openFDs(t *testing.T) int {
 	return len(entries)
 }
 
-// The issue asks for 10,000 partitions. On the development machine (slow
+// The test aims at 10,000 partitions. On the development machine (slow
 // metadata operations, -race) creating and writing 10,000 took 11 s when
 // idle but nearly 2 minutes while other test suites ran, and closing the
 // store costs about as much again. So the test creates partitions in steps

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -251,10 +250,4 @@ func (c *conn) write(req *request, rep reply) error {
 		return nil
 	}
 	return c.writeSpliced(b, rep.regions, req.msg.IsFlexible())
-}
-
-// isClosedErr reports an error from a connection the other side (or we)
-// closed.
-func isClosedErr(err error) bool {
-	return errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrDeadlineExceeded)
 }

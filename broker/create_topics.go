@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -54,8 +53,6 @@ func handleCreateTopics(_ context.Context, c *conn, req *request) (reply, error)
 	return reply{msg: resp}, nil
 }
 
-var errExists = fmt.Errorf("%w", kerr.TopicAlreadyExists)
-
 // checkCreate validates one topic of a CreateTopics request.
 func (s *Server) checkCreate(rt kmsg.CreateTopicsRequestTopic) (storage.TopicConfig, int, error) {
 	var cfg storage.TopicConfig
@@ -63,7 +60,7 @@ func (s *Server) checkCreate(rt kmsg.CreateTopicsRequestTopic) (storage.TopicCon
 		return cfg, 0, err
 	}
 	if _, err := s.store.Partitions(rt.Topic); err == nil {
-		return cfg, 0, fmt.Errorf("topic %s exists: %w", rt.Topic, errExists)
+		return cfg, 0, fmt.Errorf("topic %s exists: %w", rt.Topic, kerr.TopicAlreadyExists)
 	}
 	if rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1 {
 		return cfg, 0, fmt.Errorf("replication factor %d on a single broker: %w", rt.ReplicationFactor, kerr.InvalidReplicationFactor)
@@ -99,10 +96,4 @@ func configSource(own bool) int8 {
 		return 1 // DYNAMIC_TOPIC_CONFIG
 	}
 	return 5 // DEFAULT_CONFIG
-}
-
-// isKafkaError reports whether err carries a Kafka error of its own.
-func isKafkaError(err error) bool {
-	var ke *kerr.Error
-	return errors.As(err, &ke)
 }

@@ -368,3 +368,12 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		c.nc.Close()
 	}
 }
+
+func TestIdleConnectionIsClosed(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{IdleTimeout: 100 * time.Millisecond})
+	c := b.raw()
+	c.send(apiVersionsKey, 0, 1, false, nil)
+	_, _, err := c.recv()
+	require.NoError(t, err)
+	closedByServer(t, c) // nothing more sent: closed after the idle timeout
+}

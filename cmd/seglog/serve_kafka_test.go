@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 )
 
@@ -128,4 +129,72 @@ func TestServeBinaryStopsCleanlyOnSIGTERM(t *testing.T) {
 	// clean-shutdown marker.
 	_, err = os.Stat(filepath.Join(dir, "term-0", storage.CleanShutdownFile))
 	assert.NoError(t, err)
+}
+
+func TestServeRunsTheRetentionCleaner(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runContext(ctx, []string{"serve", "--dir", dir, "--listen", "127.0.0.1:0", "--retention-interval", "20ms"}, strings.NewReader(""), io.Discard, &stderr)
+	}()
+	var addr string
+	require.Eventually(t, func() bool {
+		m := servingAddr.FindStringSubmatch(stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, 30*time.Second, 5*time.Millisecond, "serve did not start: %s", stderr.String())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	reqCtx, reqCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer reqCancel()
+
+	// Every batch rolls a segment; retention keeps one byte's worth.
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "short", 1, 1
+	for k, v := range map[string]string{"segment.bytes": "1024", "retention.bytes": "1"} {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, &v
+		rt.Configs = append(rt.Configs, c)
+	}
+	ct.Topics = []kmsg.CreateTopicsRequestTopic{rt}
+	ctResp, err := ct.RequestWith(reqCtx, cl)
+	require.NoError(t, err)
+	require.Zero(t, ctResp.Topics[0].ErrorCode, "%v", ctResp.Topics[0].ErrorMessage)
+	for range 4 {
+		b, err := segment.AppendBatch(nil, []segment.Record{{Value: make([]byte, 2000), Timestamp: time.Now().UnixMilli()}}, segment.EncodeOptions{})
+		require.NoError(t, err)
+		pr := kmsg.NewPtrProduceRequest()
+		pr.Acks = -1
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic = "short"
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Records = b
+		pt.Partitions = []kmsg.ProduceRequestTopicPartition{pp}
+		pr.Topics = []kmsg.ProduceRequestTopic{pt}
+		resp, err := pr.RequestWith(reqCtx, cl)
+		require.NoError(t, err)
+		require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	earliest := func() int64 {
+		lo := kmsg.NewPtrListOffsetsRequest()
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = "short"
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp = -2
+		lt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{lp}
+		lo.Topics = []kmsg.ListOffsetsRequestTopic{lt}
+		resp, err := lo.RequestWith(reqCtx, cl)
+		require.NoError(t, err)
+		return resp.Topics[0].Partitions[0].Offset
+	}
+	require.Eventually(t, func() bool { return earliest() == 3 }, 30*time.Second, 10*time.Millisecond, "retention deletes every segment but the active one")
+	cancel()
+	require.Equal(t, exitOK, <-done, stderr.String())
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +26,43 @@ import (
 
 var servingAddr = regexp.MustCompile(`msg="serving Kafka clients" addr=(\S+)`)
 var metricsAddr = regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
+
+// serveInProcess runs seglog serve with args added (its address and the
+// metrics' when --metrics is given) until stop, which returns its exit
+// code.
+func serveInProcess(t *testing.T, args ...string) (addr, maddr string, stderr *lockedBuffer, stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr = &lockedBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- runContext(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, stderr)
+	}()
+	stop = func() int {
+		cancel()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(30 * time.Second):
+			t.Fatal("serve did not stop")
+			return -1
+		}
+	}
+	t.Cleanup(func() { cancel() })
+	withMetrics := slices.Contains(args, "--metrics")
+	require.Eventually(t, func() bool {
+		m, mm := servingAddr.FindStringSubmatch(stderr.String()), metricsAddr.FindStringSubmatch(stderr.String())
+		if m == nil || withMetrics && mm == nil {
+			return false
+		}
+		addr = m[1]
+		if mm != nil {
+			maddr = mm[1]
+		}
+		return true
+	}, 30*time.Second, 5*time.Millisecond, "serve did not start: %s", stderr.String())
+	return addr, maddr, stderr, stop
+}
 
 func createTopicWith(t *testing.T, addr, topic string, partitions int32) {
 	t.Helper()
@@ -44,23 +82,7 @@ func createTopicWith(t *testing.T, addr, topic string, partitions int32) {
 
 func TestServeServesKafkaClientsAndMetricsUntilCancelled(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runContext(ctx, []string{"serve", "--dir", dir, "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"}, strings.NewReader(""), io.Discard, &stderr)
-	}()
-	var addr, maddr string
-	require.Eventually(t, func() bool {
-		m, mm := servingAddr.FindStringSubmatch(stderr.String()), metricsAddr.FindStringSubmatch(stderr.String())
-		if m == nil || mm == nil {
-			return false
-		}
-		addr, maddr = m[1], mm[1]
-		return true
-	}, 30*time.Second, 5*time.Millisecond, "serve did not start: %s", stderr.String())
-
+	addr, maddr, stderr, stop := serveInProcess(t, "--dir", dir, "--metrics", "127.0.0.1:0")
 	createTopicWith(t, addr, "cli", 3)
 	resp, err := http.Get(maddr)
 	require.NoError(t, err)
@@ -70,13 +92,7 @@ func TestServeServesKafkaClientsAndMetricsUntilCancelled(t *testing.T) {
 	assert.Contains(t, string(body), `seglog_broker_requests_total{api="CreateTopics",result="ok"} 1`)
 	assert.Contains(t, string(body), "\nseglog_topics 1\n")
 
-	cancel()
-	select {
-	case code := <-done:
-		require.Equal(t, exitOK, code, stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	require.Equal(t, exitOK, stop(), stderr.String())
 	noStackTrace(t, stderr.String())
 	store, err := storage.OpenStore(dir, storage.StoreOptions{Log: storage.Options{ReadOnly: true}})
 	require.NoError(t, err)
@@ -132,22 +148,7 @@ func TestServeBinaryStopsCleanlyOnSIGTERM(t *testing.T) {
 }
 
 func TestServeRunsTheRetentionCleaner(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runContext(ctx, []string{"serve", "--dir", dir, "--listen", "127.0.0.1:0", "--retention-interval", "20ms"}, strings.NewReader(""), io.Discard, &stderr)
-	}()
-	var addr string
-	require.Eventually(t, func() bool {
-		m := servingAddr.FindStringSubmatch(stderr.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	}, 30*time.Second, 5*time.Millisecond, "serve did not start: %s", stderr.String())
+	addr, _, stderr, stop := serveInProcess(t, "--dir", filepath.Join(t.TempDir(), "data"), "--retention-interval", "20ms")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	require.NoError(t, err)
 	defer cl.Close()
@@ -195,6 +196,5 @@ func TestServeRunsTheRetentionCleaner(t *testing.T) {
 		return resp.Topics[0].Partitions[0].Offset
 	}
 	require.Eventually(t, func() bool { return earliest() == 3 }, 30*time.Second, 10*time.Millisecond, "retention deletes every segment but the active one")
-	cancel()
-	require.Equal(t, exitOK, <-done, stderr.String())
+	require.Equal(t, exitOK, stop(), stderr.String())
 }

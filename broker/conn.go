@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -53,6 +54,26 @@ type request struct {
 	flexibleHdr  bool // the response header carries tagged fields
 	msg          kmsg.Request
 	at           time.Time // when its size was read
+	body         []byte    // returned to bodyPool once answered (produce only)
+}
+
+const produceKey = 0
+
+// bodyPool holds produce request bodies for reuse: a 1 MiB batch a
+// request would otherwise be a fresh, zeroed allocation each time.
+var bodyPool sync.Pool
+
+func getBody(n int) []byte {
+	if bp, ok := bodyPool.Get().(*[]byte); ok && cap(*bp) >= n {
+		return (*bp)[:n]
+	}
+	return make([]byte, n)
+}
+
+func putBody(b []byte) {
+	if b != nil && cap(b) <= 16<<20 {
+		bodyPool.Put(&b)
+	}
 }
 
 type conn struct {
@@ -89,8 +110,14 @@ func (c *conn) serve() {
 		c.readLoop()
 	}()
 	for req := range c.reqs {
-		if err := c.handle(req); err != nil {
-			c.log.Warn("closing connection", "api", kmsg.NameForKey(req.key), "version", req.version, "client", req.clientID, "err", err)
+		err := c.handle(req)
+		putBody(req.body)
+		if err != nil {
+			level := slog.LevelWarn
+			if clientGone(err) {
+				level = slog.LevelInfo
+			}
+			c.log.Log(context.Background(), level, "closing connection", "api", kmsg.NameForKey(req.key), "version", req.version, "client", req.clientID, "err", err)
 			c.nc.Close() // the reader returns
 			for range c.reqs {
 			}
@@ -118,7 +145,7 @@ func (c *conn) readLoop() {
 			c.log.Warn("closing connection: request size over the limit (--max-request-bytes)", "size", uint32(n), "limit", c.s.opts.MaxRequestBytes)
 			return
 		}
-		body := make([]byte, n)
+		body := getBody(int(n))
 		if _, err := io.ReadFull(br, body); err != nil {
 			c.readEnded(err, false)
 			return
@@ -129,6 +156,12 @@ func (c *conn) readLoop() {
 			return
 		}
 		req.at = at
+		if req.key == produceKey {
+			// Nothing of a produce request outlives its handling: the
+			// log copies the records (groups keep slices of their
+			// requests, so only produce bodies are reused).
+			req.body = body
+		}
 		c.reqs <- req
 	}
 }
@@ -250,4 +283,10 @@ func (c *conn) write(req *request, rep reply) error {
 		return nil
 	}
 	return c.writeSpliced(b, rep.regions, req.msg.IsFlexible())
+}
+
+// clientGone reports a write that failed because the client closed its
+// end: worth a line, not a warning.
+func clientGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
 }

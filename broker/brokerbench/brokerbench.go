@@ -7,9 +7,11 @@
 //     from the log afterwards, appended in process with Log.AppendBatch to
 //     a fresh log of the same sync policy (the engine without the
 //     network); target: the broker at least 60% of it.
-//   - consume (a group-less kgo consumer from offset 0): the same log's
-//     bytes sent through a plain loopback TCP connection with sendfile
-//     (the network without the protocol); target: at least 80% of it.
+//   - consume (a group-less kgo consumer from offset 0) and fetch (Fetch
+//     requests whose batches are walked, not decoded: the broker's side
+//     without the client's record decoding): the same log's bytes sent
+//     through a plain loopback TCP connection with sendfile (the network
+//     without the protocol); target: at least 80% of it.
 //   - both: franz-go's in-memory fake cluster (pkg/kfake) serving the same
 //     workload to the same client; target: the broker (writing to disk)
 //     ahead of it.
@@ -32,8 +34,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog/bench"
 	"github.com/seglog/seglog/broker"
@@ -51,6 +55,7 @@ func Group() bench.Group {
 			Produce{Label: "broker-produce-1k-acks1", Acks: 1, Records: n},
 			Produce{Label: "broker-produce-1k-acks-1", Acks: -1, Sync: storage.SyncAlways, Records: n / 4},
 			Consume{Label: "broker-consume-1k", Records: n},
+			Consume{Label: "broker-fetch-1k", Records: n, Raw: true},
 		}
 	}}
 }
@@ -121,7 +126,9 @@ func produceKgo(ctx context.Context, addr string, acks int16, n int64) (time.Dur
 	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner())}
 	if acks == 1 {
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		// Without idempotence kgo sends one request at a time unless
+		// told otherwise; with it, five (as here).
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(5))
 	} else {
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
 	}
@@ -185,6 +192,65 @@ func consumeKgo(ctx context.Context, addr string, n int64) (time.Duration, error
 			return 0, fmt.Errorf("consume: %w", ferr)
 		}
 		got += int64(fs.NumRecords())
+	}
+	return time.Since(start), nil
+}
+
+// fetchRaw sends Fetch requests from offset 0 until n records came back,
+// walking the record batches' headers (Kafka's v2 layout: base offset at
+// 0, last offset delta at 23, record count at 57) without decoding
+// records.
+func fetchRaw(ctx context.Context, addr string, n int64) (time.Duration, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	meta.Topics = []kmsg.MetadataRequestTopic{mt}
+	mresp, err := meta.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, err
+	}
+	if len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != 0 {
+		return 0, fmt.Errorf("metadata of %s: %v", topic, mresp.Topics)
+	}
+	id := mresp.Topics[0].TopicID
+	br := cl.SeedBrokers()[0]
+	start := time.Now()
+	var off, got int64
+	for got < n {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 500, 1, 64<<20, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, id
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes = off, 8<<20
+		rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
+		req.Topics = []kmsg.FetchRequestTopic{rt}
+		resp, err := br.Request(ctx, req)
+		if err != nil {
+			return 0, err
+		}
+		fr := resp.(*kmsg.FetchResponse)
+		if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+			return 0, fmt.Errorf("fetch: %d topics in the response", len(fr.Topics))
+		}
+		p := fr.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			return 0, fmt.Errorf("fetch at %d: %w", off, kerr.ErrorForCode(p.ErrorCode))
+		}
+		for b := p.RecordBatches; len(b) >= 61; {
+			size := 12 + int(binary.BigEndian.Uint32(b[8:12]))
+			if size > len(b) {
+				break // a partial batch at the end
+			}
+			off = int64(binary.BigEndian.Uint64(b)) + int64(int32(binary.BigEndian.Uint32(b[23:]))) + 1
+			got += int64(int32(binary.BigEndian.Uint32(b[57:])))
+			b = b[size:]
+		}
 	}
 	return time.Since(start), nil
 }
@@ -317,10 +383,21 @@ func results(label, what string, records int64, elapsed, fakeElapsed time.Durati
 	return []bench.Result{r, f}
 }
 
-// Consume is a broker fetch workload.
+// Consume is a broker fetch workload: a kgo consumer, or (Raw) Fetch
+// requests whose record batches are counted, not decoded (the broker's
+// side of a fetch, without the client's record decoding).
 type Consume struct {
 	Label   string
 	Records int64
+	Raw     bool
+}
+
+// read is consumeKgo or fetchRaw.
+func (w Consume) read(ctx context.Context, addr string) (time.Duration, error) {
+	if w.Raw {
+		return fetchRaw(ctx, addr, w.Records)
+	}
+	return consumeKgo(ctx, addr, w.Records)
 }
 
 // Name returns the result name.
@@ -342,7 +419,7 @@ func (w Consume) Run(ctx context.Context, env *bench.Env) ([]bench.Result, error
 		s.close()
 		return nil, err
 	}
-	elapsed, err := consumeKgo(ctx, s.addr, w.Records)
+	elapsed, err := w.read(ctx, s.addr)
 	if err != nil {
 		s.close()
 		return nil, err
@@ -375,15 +452,19 @@ func (w Consume) Run(ctx context.Context, env *bench.Env) ([]bench.Result, error
 	if _, err := produceKgo(ctx, addr, 1, w.Records); err != nil {
 		return nil, fmt.Errorf("kfake: %w", err)
 	}
-	fakeElapsed, err := consumeKgo(ctx, addr, w.Records)
+	fakeElapsed, err := w.read(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("kfake: %w", err)
 	}
 	base := &bench.Baseline{Name: fmt.Sprintf("the log's %d bytes over a plain loopback TCP connection (sendfile, read into a 1 MiB buffer), counted as the same payload", copied),
 		Bytes: w.Records * recordSize, Ops: 1, Elapsed: copyElapsed}
-	return results(w.Label, "consume", w.Records, elapsed, fakeElapsed, []bench.Param{
-		{Name: "record", Value: "1KiB"}, {Name: "client", Value: "kgo over loopback, from offset 0"},
-	}, base, "consume through the broker at least 80% of a plain loopback copy", 0.8), nil
+	what, client := "consume", "kgo consumer over loopback, from offset 0"
+	if w.Raw {
+		what, client = "fetch", "Fetch requests over loopback (kgo's connection, batches not decoded), from offset 0"
+	}
+	return results(w.Label, what, w.Records, elapsed, fakeElapsed, []bench.Param{
+		{Name: "record", Value: "1KiB"}, {Name: "client", Value: client},
+	}, base, what+" through the broker at least 80% of a plain loopback copy", 0.8), nil
 }
 
 // loopbackCopy sends the files through a loopback TCP connection and

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -240,7 +241,7 @@ func (c *conn) handle(req *request) error {
 	api := apis[req.key]
 	ctx, cancel := context.WithCancel(c.s.ctx)
 	defer cancel()
-	rep, err := api.handle(ctx, c, req)
+	rep, err := c.run(ctx, api.handle, req)
 	if m := c.s.opts.Metrics; m != nil {
 		m.observe(req.key, c.s.opts.Now().Sub(req.at), err)
 	}
@@ -251,6 +252,18 @@ func (c *conn) handle(req *request) error {
 		return nil // acks=0
 	}
 	return c.write(req, rep)
+}
+
+// run calls a handler; a panic in it (a bug: none is known) closes this
+// connection with the stack logged instead of ending the server.
+func (c *conn) run(ctx context.Context, h handler, req *request) (rep reply, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("handler panic", "api", kmsg.NameForKey(req.key), "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("handler panic: %v", p)
+		}
+	}()
+	return h(ctx, c, req)
 }
 
 // reply is a handler's answer: a response, and the file regions that

@@ -45,6 +45,16 @@ func orDefault[T int | int64 | time.Duration](p *T, v T) {
 	}
 }
 
+// WorkDir returns a fresh, empty subdirectory of the Env for name: where
+// a workload defined outside this package keeps its files.
+func (e *Env) WorkDir(name string) (string, error) { return e.workDir(name) }
+
+// Progress reports how far the running workload is: done of total.
+func (e *Env) Progress(done, total int64) {
+	e.progress.setTotal(total)
+	e.progress.set(done)
+}
+
 // workDir returns a fresh, empty subdirectory of the Env for name.
 func (e *Env) workDir(name string) (string, error) {
 	dir := filepath.Join(e.Dir, name)

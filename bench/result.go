@@ -69,6 +69,22 @@ type Target struct {
 	Met   bool   `json:"met"`
 }
 
+// AddParam adds a parameter to the result (for workloads defined outside
+// this package).
+func (r *Result) AddParam(name string, value any) { r.param(name, value) }
+
+// SetMetric sets a workload-specific figure.
+func (r *Result) SetMetric(name string, v float64) { r.metric(name, v) }
+
+// Finish fills the rates of the result and of its baseline from their
+// counts and elapsed times; a workload calls it last.
+func (r *Result) Finish() {
+	if r.Baseline != nil {
+		r.Baseline.finish()
+	}
+	r.finish()
+}
+
 func (r *Result) param(name string, value any) {
 	r.Params = append(r.Params, Param{Name: name, Value: formatParam(value)})
 }

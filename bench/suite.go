@@ -39,9 +39,26 @@ type Config struct {
 	Full bool `json:"full"`
 	// Workloads selects workload groups by name (all when empty).
 	Workloads []string `json:"workloads,omitempty"`
-	// Extra are workload groups defined outside the package, run after
-	// the suite's own (see Group).
-	Extra []Group `json:"-"`
+	// Extra are groups of workloads defined outside this package (a
+	// protocol server's, which this package may not import), run after
+	// the groups of Groups, and selected by name like them.
+	Extra []ExtraGroup `json:"-"`
+}
+
+// ExtraGroup is a group of workloads defined outside this package.
+// Workloads returns them for a Config with its defaults filled.
+type ExtraGroup struct {
+	Name      string
+	Workloads func(c Config) []Workload
+}
+
+// groupNames returns the names of Groups and of c's extra groups.
+func (c Config) groupNames() []string {
+	names := slices.Clone(Groups)
+	for _, g := range c.Extra {
+		names = append(names, g.Name)
+	}
+	return names
 }
 
 // Groups lists the workload groups a suite can run, in order.
@@ -78,14 +95,14 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-func canonicalGroup(name string) (string, bool) {
+func canonicalGroup(name string, names []string) (string, bool) {
 	switch name {
 	case "e2e", "endtoend":
 		name = "end-to-end"
 	case "random", "randomread":
 		name = "random-read"
 	}
-	return name, slices.Contains(Groups, name)
+	return name, slices.Contains(names, name)
 }
 
 type suiteEntry struct {
@@ -97,17 +114,10 @@ type suiteEntry struct {
 func Suite(c Config) ([]Workload, error) {
 	c = c.WithDefaults()
 	want := map[string]bool{}
-	names := slices.Clone(Groups)
-	for _, g := range c.Extra {
-		names = append(names, g.Name)
-	}
 	for _, n := range c.Workloads {
-		g, ok := canonicalGroup(n)
-		if !ok && slices.Contains(names, n) {
-			g, ok = n, true
-		}
+		g, ok := canonicalGroup(n, c.groupNames())
 		if !ok {
-			return nil, fmt.Errorf("unknown workload %q (want one of %s)", n, strings.Join(names, ", "))
+			return nil, fmt.Errorf("unknown workload %q (want one of %s)", n, strings.Join(c.groupNames(), ", "))
 		}
 		want[g] = true
 	}

@@ -48,8 +48,8 @@ import (
 
 // Group is the "broker" workload group: produce with acks=1 and acks=-1,
 // then consume, each of a quarter of the suite's produce size.
-func Group() bench.Group {
-	return bench.Group{Name: "broker", Workloads: func(c bench.Config) []bench.Workload {
+func Group() bench.ExtraGroup {
+	return bench.ExtraGroup{Name: "broker", Workloads: func(c bench.Config) []bench.Workload {
 		n := c.Size / 4 / 1024
 		return []bench.Workload{
 			Produce{Label: "broker-produce-1k-acks1", Acks: 1, Records: n},
@@ -325,7 +325,7 @@ func (w Produce) Name() string { return w.Label }
 
 // Run measures the broker, the in-process append and kfake.
 func (w Produce) Run(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
-	dir, err := os.MkdirTemp(env.Dir, w.Label+"-")
+	dir, err := env.WorkDir(w.Label)
 	if err != nil {
 		return nil, err
 	}
@@ -407,7 +407,7 @@ func (w Consume) Name() string { return w.Label }
 // broker, the same bytes through a plain loopback connection, and kgo
 // reading the same records from kfake.
 func (w Consume) Run(ctx context.Context, env *bench.Env) ([]bench.Result, error) {
-	dir, err := os.MkdirTemp(env.Dir, w.Label+"-")
+	dir, err := env.WorkDir(w.Label)
 	if err != nil {
 		return nil, err
 	}

@@ -53,7 +53,7 @@ func benchCommand(e *env) *cobra.Command {
 	cmd := command(e, "bench [WORKLOAD...] [flags]", "measure the storage engine on this disk", strings.Replace(benchDesc, "%s", strings.Join(benchGroups(), ", "), 1), benchExample,
 		func(cl *cli, pos []string) int {
 			c.Workloads = append(append([]string{}, workloads...), pos...)
-			c.Extra = []bench.Group{brokerbench.Group()}
+			c.Extra = []bench.ExtraGroup{brokerbench.Group()}
 			ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt)
 			defer stop()
 			err := bench.RunCommand(ctx, c, o, e.stdout, e.stderr)

@@ -24,8 +24,8 @@ import (
 	"github.com/seglog/seglog/storage"
 )
 
-var servingAddr = regexp.MustCompile(`msg="serving Kafka clients" addr=(\S+)`)
-var metricsAddr = regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
+var servingAddr = regexp.MustCompile(`msg="serving Kafka clients".* addr=(\S+)`)
+var metricsAddr = regexp.MustCompile(`msg="serving metrics".* addr=(\S+)`)
 
 // serveInProcess runs seglog serve with args added (its address and the
 // metrics' when --metrics is given) until stop, which returns its exit
@@ -110,13 +110,28 @@ func TestServeBinaryStopsCleanlyOnSIGTERM(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stderr)
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
 	var addr string
 	var log strings.Builder
-	for addr == "" && lines.Scan() {
-		log.WriteString(lines.Text() + "\n")
-		if m := servingAddr.FindStringSubmatch(lines.Text()); m != nil {
-			addr = m[1]
+	for addr == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("serve exited: %s", log.String())
+			}
+			log.WriteString(l + "\n")
+			if m := servingAddr.FindStringSubmatch(l); m != nil {
+				addr = m[1]
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("serve did not start: %s", log.String())
 		}
 	}
 	require.NotEmpty(t, addr, "serve did not start: %s", log.String())
@@ -135,8 +150,10 @@ func TestServeBinaryStopsCleanlyOnSIGTERM(t *testing.T) {
 	require.Zero(t, loResp.Topics[0].Partitions[0].ErrorCode)
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	for lines.Scan() {
-		log.WriteString(lines.Text() + "\n")
+	stuck := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() }) // a hang fails the test below
+	defer stuck.Stop()
+	for l := range lines { // until serve exits
+		log.WriteString(l + "\n")
 	}
 	require.NoError(t, cmd.Wait(), log.String())
 	assert.Contains(t, log.String(), "shutting down")

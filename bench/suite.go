@@ -136,7 +136,7 @@ func Suite(c Config) ([]Workload, error) {
 		{"produce", Produce{Label: "produce-100b-validate", RecordSize: 100, BatchSize: 100, Records: c.Size / 400, ValidateRecords: true}},
 		{"produce", Produce{Label: "produce-1k-4p", RecordSize: 1024, BatchSize: 100, Partitions: 4, Producers: 4, Records: k1}},
 		{"produce", Produce{Label: "produce-1k-zstd-append", RecordSize: 1024, BatchSize: 100, Codec: segment.CodecZstd, Path: PathRecords, Records: k1 / 4}},
-		{"produce", Produce{Label: "produce-1k-s2-append", RecordSize: 1024, BatchSize: 100, Codec: segment.CodecS2, Path: PathRecords, Records: k1 / 4}},
+		{"produce", Produce{Label: "produce-1k-lz4-append", RecordSize: 1024, BatchSize: 100, Codec: segment.CodecLZ4, Path: PathRecords, Records: k1 / 4}},
 		{"consume", Consume{Label: "consume-1k", RecordSize: 1024, BatchSize: 100, Records: k1}},
 		{"consume", Consume{Label: "consume-1k-reader", RecordSize: 1024, BatchSize: 100, Records: k1, Mode: ModeRecords}},
 		{"consume", Consume{Label: "consume-1k-4p-2c", RecordSize: 1024, BatchSize: 100, Partitions: 4, Consumers: 2, Records: k1}},

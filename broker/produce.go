@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 )
 
@@ -81,6 +82,11 @@ func handleProduce(_ context.Context, c *conn, req *request) (reply, error) {
 			return
 		}
 		j.out.BaseOffset = res.FirstOffset
+		// A LogAppendTime topic stamped the batch (in place) with the
+		// time it was appended: the client learns it from the answer.
+		if h, err := segment.ParseHeader(j.rp.Records, segment.Limits{}); err == nil && h.TimestampType() == segment.LogAppendTime {
+			j.out.LogAppendTime = h.MaxTimestamp
+		}
 	}
 	if len(jobs) == 1 {
 		run(jobs[0])

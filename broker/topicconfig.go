@@ -19,6 +19,7 @@ import (
 //	flush.ms                  SyncInterval, Sync "interval"
 //	seglog.sync               Sync by name: never, every-n, interval, always
 //	compression.type          Compression ("producer": keep the batch's; "uncompressed": none)
+//	message.timestamp.type    TimestampType (CreateTime, LogAppendTime)
 //	retention.ms              RetentionAge (-1: none)
 //	retention.bytes           RetentionBytes (-1: none)
 //	seglog.retention.consumed RetentionConsumed (true/false)
@@ -28,7 +29,7 @@ import (
 
 // topicConfigNames lists the names DescribeConfigs answers, in order.
 var topicConfigNames = []string{
-	"cleanup.policy", "compression.type", "flush.messages", "flush.ms", "index.interval.bytes",
+	"cleanup.policy", "compression.type", "flush.messages", "flush.ms", "index.interval.bytes", "message.timestamp.type",
 	"retention.bytes", "retention.ms", "segment.bytes", "segment.ms", "seglog.retention.consumed", "seglog.sync",
 }
 
@@ -89,6 +90,8 @@ func setTopicConfig(c *storage.TopicConfig, name, value string) error {
 		default:
 			c.Compression = value
 		}
+	case "message.timestamp.type":
+		c.TimestampType = value
 	case "retention.ms":
 		c.RetentionAge, err = parseMillis(value)
 	case "retention.bytes":
@@ -132,6 +135,11 @@ func topicConfigValue(c storage.TopicConfig, name string) (value string, own boo
 		return strconv.Itoa(c.SyncEveryRecords), true
 	case "flush.ms":
 		return millis(c.SyncInterval), c.SyncInterval != 0
+	case "message.timestamp.type":
+		if c.TimestampType == "" {
+			return "CreateTime", false
+		}
+		return c.TimestampType, true
 	case "index.interval.bytes":
 		if c.IndexIntervalBytes == 0 {
 			return "4096", false

@@ -37,9 +37,11 @@ func usedEntries[E entry](all []E, zero E) ([]E, error) {
 //   - the files hold whole entries, and their used entries (those before
 //     the first all-zero one) strictly increase in both fields, with
 //     nothing but zeros after them;
-//   - every offset-index entry is the position of a batch start whose
-//     base offset is the entry's offset;
-//   - every time-index entry names the base offset of a batch, and its
+//   - every offset-index entry is the position of a batch start and names
+//     the offset the index names for that batch (its last offset, as
+//     Kafka's LogSegment writes it; the base offset of a batch in
+//     seglog's version-1 format: segment.Header.IndexOffset);
+//   - every time-index entry names that offset of a batch, and its
 //     timestamp is that batch's max timestamp and the largest timestamp
 //     of the segment up to that batch (what a time lookup relies on).
 //
@@ -115,18 +117,19 @@ func (c *Checker) OffsetEntries() int { return len(c.offs) }
 func (c *Checker) TimeEntries() int { return len(c.times) }
 
 // Batch checks the entries that refer to the batch at position pos of the
-// log, whose base offset and max timestamp are given.
-func (c *Checker) Batch(pos, baseOffset, maxTimestamp int64) {
+// log, given the offset index entries name for it (see Checker) and its
+// max timestamp.
+func (c *Checker) Batch(pos, indexOffset, maxTimestamp int64) {
 	if !c.haveMax || maxTimestamp > c.maxTS {
 		c.maxTS, c.haveMax = maxTimestamp, true
 	}
 	if i, ok := c.byPos[pos]; ok {
 		c.oSeen[i] = true
-		if e := c.offs[i]; e.Offset != baseOffset {
-			c.problemf("%s: entry %d {offset %d, position %d}: the batch at position %d has base offset %d", c.offsetPath, i, e.Offset, e.Position, pos, baseOffset)
+		if e := c.offs[i]; e.Offset != indexOffset {
+			c.problemf("%s: entry %d {offset %d, position %d}: the batch at position %d is indexed by offset %d", c.offsetPath, i, e.Offset, e.Position, pos, indexOffset)
 		}
 	}
-	if i, ok := c.byOff[baseOffset]; ok {
+	if i, ok := c.byOff[indexOffset]; ok {
 		c.tSeen[i] = true
 		e := c.times[i]
 		switch {
@@ -181,7 +184,7 @@ func (c *Checker) Finish(scanned int64) []string {
 	for i, seen := range c.tSeen {
 		if !seen {
 			e := c.times[i]
-			c.problemf("%s: entry %d {timestamp %d, offset %d}: offset %d is not the base offset of a batch in the log", c.timePath, i, e.Timestamp, e.Offset, e.Offset)
+			c.problemf("%s: entry %d {timestamp %d, offset %d}: offset %d is not the indexed offset of a batch in the log", c.timePath, i, e.Timestamp, e.Offset, e.Offset)
 		}
 	}
 	return c.problems

@@ -24,7 +24,7 @@ func encTimes(base int64, es ...TimeOffset) []byte {
 	return b
 }
 
-// batch is what the checker is fed: a batch's position, base offset and
+// batch is what the checker is fed: a batch's position, indexed offset and
 // max timestamp.
 type batch struct{ pos, base, maxTS int64 }
 
@@ -40,14 +40,14 @@ func TestChecker(t *testing.T) {
 		{"good", encOffsets(base, OffsetPosition{110, 50}, OffsetPosition{130, 150}), encTimes(base, TimeOffset{1010, 110}, TimeOffset{1020, 130}), nil},
 		{"preallocated zeros", append(encOffsets(base, OffsetPosition{110, 50}), make([]byte, 4*OffsetEntrySize)...), append(encTimes(base, TimeOffset{1010, 110}), make([]byte, 2*TimeEntrySize)...), nil},
 		{"not a batch start", encOffsets(base, OffsetPosition{110, 51}), nil, []string{"o: entry 0 {offset 110, position 51}: position is not the start of a batch"}},
-		{"wrong offset", encOffsets(base, OffsetPosition{111, 50}), nil, []string{"o: entry 0 {offset 111, position 50}: the batch at position 50 has base offset 110"}},
+		{"wrong offset", encOffsets(base, OffsetPosition{111, 50}), nil, []string{"o: entry 0 {offset 111, position 50}: the batch at position 50 is indexed by offset 110"}},
 		{"out of order", encOffsets(base, OffsetPosition{130, 150}, OffsetPosition{110, 50}), nil, []string{"o: entry 1 {offset 110, position 50} does not follow entry 0 {offset 130, position 150}"}},
 		{"trailing bytes", append(encOffsets(base, OffsetPosition{110, 50}), 1, 2, 3), nil, []string{"o: index: corrupt: 3 trailing bytes after 1 entries of 8 bytes"}},
 		{"garbage after zeros", append(append(encOffsets(base, OffsetPosition{110, 50}), make([]byte, OffsetEntrySize)...), encOffsets(base, OffsetPosition{130, 150})...), nil,
 			[]string{"o: index: corrupt: entry 1 is all zero (the end of the used entries) but entry 2 {offset 130, position 150} follows it"}},
 		{"time not max", nil, encTimes(base, TimeOffset{1005, 120}), []string{"t: entry 0 {timestamp 1005, offset 120}: an earlier batch has the larger timestamp 1010"}},
 		{"time wrong ts", nil, encTimes(base, TimeOffset{1011, 110}), []string{"t: entry 0 {timestamp 1011, offset 110}: that batch's max timestamp is 1010"}},
-		{"time no batch", nil, encTimes(base, TimeOffset{1011, 111}), []string{"t: entry 0 {timestamp 1011, offset 111}: offset 111 is not the base offset of a batch in the log"}},
+		{"time no batch", nil, encTimes(base, TimeOffset{1011, 111}), []string{"t: entry 0 {timestamp 1011, offset 111}: offset 111 is not the indexed offset of a batch in the log"}},
 		{"past the end", encOffsets(base, OffsetPosition{140, 200}), nil, []string{"o: entry 0 {offset 140, position 200}: position is past the end of the valid log data (200 bytes)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,9 +7,11 @@
 // the entries so that a full disk is an error from Append rather than a
 // SIGBUS through the map, finding the used entries again after a restart,
 // binary search, truncation, trimming the file when the segment rolls, and
-// sanity checks. Deciding when to add an entry (every IndexIntervalBytes of
-// log data) and rebuilding an index that fails its check belong to the
-// segment.
+// sanity checks. Deciding when to add an entry and what it names (Kafka's
+// LogSegment rule: the last offset of the first batch past
+// IndexIntervalBytes, see package segment) and rebuilding an index that
+// fails its check belong to the segment. The files are Kafka's .index and
+// .timeindex, byte for byte.
 //
 // # Format
 //

@@ -50,8 +50,9 @@ func (x *OffsetIndex) Lookup(offset int64) OffsetPosition {
 	return x.Entry(i - 1)
 }
 
-// Append adds an entry: the record at offset starts at byte position of the
-// log. Offset and position must both be greater than the last entry's
+// Append adds an entry: the batch that starts at byte position of the log
+// holds offset (the segment names its last offset, as Kafka does), so a
+// lookup of any offset at or after it may scan from position. Offset and position must both be greater than the last entry's
 // (ErrOutOfOrder), offset-BaseOffset and position must fit a uint32, and
 // the entry must not be all zero (position 0, the start of the log, is never
 // indexed). It returns ErrFull when the index has no room (roll the

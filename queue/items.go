@@ -115,7 +115,7 @@ func (q *Queue) nextItemLocked(now *clockReading) (*Item, error) {
 			return it, nil
 		}
 		q.stats.Expired++
-		q.markDoneLocked(it.Offset)
+		q.finishLocked(it)
 	}
 }
 
@@ -131,6 +131,7 @@ func (q *Queue) readLocked() (*Item, error) {
 				return nil, nil
 			}
 			if start := q.log.StartOffset(); errors.Is(err, storage.ErrOffsetOutOfRange) && q.next < start {
+				q.unread, q.scanned = 0, start // what was counted below start is gone
 				q.lost = append(q.lost, run{q.next, start})
 				q.lostLen += start - q.next
 				q.stats.Lost += start - q.next
@@ -150,8 +151,48 @@ func (q *Queue) readLocked() (*Item, error) {
 			}
 			continue
 		}
-		return newItem(rec), nil
+		it := newItem(rec)
+		q.held += int64(len(it.Value))
+		if rec.Offset < q.scanned {
+			q.unread -= int64(len(it.Value))
+		}
+		return it, nil
 	}
+}
+
+// scanLocked counts the value bytes of the records not done in
+// [max(scanned, next), end) into unread: the records appended since the
+// last count. It reads them once; a failed read leaves the count for the
+// next call.
+func (q *Queue) scanLocked(end int64) {
+	from := max(q.scanned, q.next, q.log.StartOffset())
+	if from >= end {
+		return
+	}
+	r := q.log.NewReader(from)
+	var n, last int64 = 0, from
+	for r.Next() {
+		rec := r.Record()
+		if rec.Offset >= end {
+			break
+		}
+		last = rec.Offset + 1
+		if _, ok := q.done.contains(rec.Offset); !ok {
+			n += int64(len(rec.Value))
+		}
+	}
+	if r.Err() != nil {
+		return
+	}
+	q.unread += n
+	q.scanned = last
+}
+
+// finishLocked marks an item that was read (handed out, waiting or
+// expired) done.
+func (q *Queue) finishLocked(it *Item) {
+	q.held -= int64(len(it.Value))
+	q.markDoneLocked(it.Offset)
 }
 
 // newItem copies a record (the Reader reuses its memory) into one

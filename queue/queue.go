@@ -56,6 +56,9 @@ type Stats struct {
 	// ConfirmedAbove counts the items confirmed (or skipped as expired)
 	// above Head, which wait for the head to reach them.
 	ConfirmedAbove int64
+	// Bytes sums the value lengths of the Pending items. Stats reads
+	// the records appended since the last call to count theirs.
+	Bytes int64
 	// Open counts the open leases.
 	Open int
 	// Delivered counts handings-out (Get and Open); Redelivered those of
@@ -68,6 +71,8 @@ type Stats struct {
 	// Expired counts the items skipped because their expiry had passed,
 	// at read time or by the sweep; Swept counts the latter.
 	Expired, Swept uint64
+	// Flushed counts the items discarded by Flush.
+	Flushed uint64
 	// Sweeps counts sweeps (background and Sweep calls).
 	Sweeps uint64
 	// Lost counts items that retention deleted from the log before the
@@ -115,6 +120,9 @@ type Queue struct {
 	changed   chan struct{}
 	waiters   int // Get and Open calls waiting on changed
 	stats     Stats
+	held      int64 // value bytes of the items read and not done (ready, leased)
+	unread    int64 // value bytes of the records in [next, scanned) not done
+	scanned   int64 // unread counts the records below it
 
 	closing   chan struct{} // closed by Close
 	inflight  sync.WaitGroup
@@ -237,7 +245,7 @@ func (q *Queue) take(ctx context.Context, leased bool) (Item, error) {
 				return out, nil
 			}
 			q.stats.Got++
-			q.markDoneLocked(it.Offset)
+			q.finishLocked(it)
 			seq := q.seq
 			q.mu.Unlock()
 			if err := q.persist(seq); err != nil {
@@ -279,7 +287,7 @@ func (q *Queue) Confirm(id LeaseID) error {
 	}
 	q.dropLeaseLocked(l)
 	q.stats.Confirmed++
-	q.markDoneLocked(l.item.Offset)
+	q.finishLocked(l.item)
 	seq := q.seq
 	q.mu.Unlock()
 	return q.persist(seq)
@@ -372,8 +380,7 @@ func (q *Queue) Sweep() (int, error) {
 			if !q.ready[0].expiredAt(nowMs) {
 				break
 			}
-			heap.Pop(&q.ready)
-			q.markDoneLocked(q.pos)
+			q.finishLocked(heap.Pop(&q.ready).(*Item))
 			n++
 			continue
 		}
@@ -392,7 +399,7 @@ func (q *Queue) Sweep() (int, error) {
 			heap.Push(&q.ready, it)
 			break
 		}
-		q.markDoneLocked(it.Offset)
+		q.finishLocked(it)
 		n++
 	}
 	q.stats.Expired += uint64(n)
@@ -402,6 +409,38 @@ func (q *Queue) Sweep() (int, error) {
 	if !dirty {
 		return n, nil
 	}
+	return n, q.persist(seq)
+}
+
+// Flush discards every item not done, as Kestrel's flush emptied a
+// queue: the items waiting to be handed out (again), those not read yet,
+// and those under an open lease (the leases end: Confirm and Abort of
+// them return ErrUnknownLease). The head moves to the log's end, and
+// Flush returns after that position is committed as Confirm's is, so no
+// discarded item is handed out again, after a crash either. It returns
+// how many items it discarded.
+func (q *Queue) Flush() (int64, error) {
+	if err := q.enter(); err != nil {
+		return 0, err
+	}
+	defer q.inflight.Done()
+	q.mu.Lock()
+	if err := q.usableLocked(); err != nil {
+		q.mu.Unlock()
+		return 0, err
+	}
+	end := q.log.EndOffset()
+	n := max(0, end-q.pos-q.done.size()-q.lostLen)
+	q.pos, q.done, q.lost, q.lostLen = end, nil, nil, 0
+	q.next, q.reader = end, q.log.NewReader(end)
+	q.ready, q.deadlines = nil, nil
+	clear(q.leases)
+	q.held, q.unread, q.scanned = 0, 0, end
+	q.stats.Flushed += uint64(n)
+	q.seq++
+	seq := q.seq
+	q.broadcastLocked()
+	q.mu.Unlock()
 	return n, q.persist(seq)
 }
 
@@ -417,6 +456,10 @@ func (q *Queue) Stats() Stats {
 	s.ConfirmedAbove = q.done.size()
 	s.Pending = max(0, s.End-q.pos-s.ConfirmedAbove-q.lostLen)
 	s.Err = q.err
+	if q.err == nil && !q.closed {
+		q.scanLocked(s.End)
+	}
+	s.Bytes = q.held + q.unread
 	return s
 }
 

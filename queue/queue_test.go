@@ -782,7 +782,8 @@ func TestNewSubscribes(t *testing.T) {
 // they are handed out are counted as lost, at run time and at open.
 func TestRetentionDeletesUnreadItems(t *testing.T) {
 	dir := t.TempDir()
-	store, err := storage.OpenStore(dir, storage.StoreOptions{Log: storage.Options{SegmentBytes: 200}})
+	// One item per segment: a Reader's buffer holds one segment's batches.
+	store, err := storage.OpenStore(dir, storage.StoreOptions{Log: storage.Options{SegmentBytes: 150}})
 	require.NoError(t, err)
 	defer store.Close()
 	ost, err := offsets.Open(dir+"/offsets", offsets.Options{})

@@ -464,7 +464,9 @@ func TestResumeCut(t *testing.T) {
 	})
 }
 
-// TestDamagedBatch flips a byte inside a batch of a sealed segment: GetLog
+// TestDamagedBatch flips a byte inside the records of a batch of a sealed
+// segment (not its header, whose length field a lookup of the next batch
+// may have to read: index entries name a batch's last offset): GetLog
 // of its entries fails the batch's checksum, never returns garbage, and
 // the other batches read well. (A flip in the active segment is storage's
 // business: its open cuts the log at the damaged batch.)
@@ -485,7 +487,15 @@ func TestDamagedBatch(t *testing.T) {
 
 	f, err := os.OpenFile(seg.Path, os.O_RDWR, 0)
 	require.NoError(t, err)
-	pos := seg.Size / 2 // not the first batch, which Open reads
+	// The middle of the records of the batch that holds the segment's
+	// middle byte: not the first batch, which Open reads.
+	fi, err := f.Stat()
+	require.NoError(t, err)
+	sc := segment.NewScanner(f, fi.Size(), segment.ScanOptions{})
+	for sc.Next() && sc.End() <= seg.Size/2 {
+	}
+	require.NoError(t, sc.Err())
+	pos := sc.Pos() + segment.HeaderSize + int64(sc.Header().Size()-segment.HeaderSize)/2
 	buf := make([]byte, 1)
 	_, err = f.ReadAt(buf, pos)
 	require.NoError(t, err)

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var allCodecs = []Codec{CodecNone, CodecGzip, CodecSnappy, CodecZstd, CodecS2}
+var allCodecs = []Codec{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd}
 
 func decodeAll(t testing.TB, b []byte) (Header, []Record) {
 	t.Helper()
@@ -196,7 +196,7 @@ func TestHugeLengthRefused(t *testing.T) {
 func TestDecompressionBomb(t *testing.T) {
 	big := make([]byte, 8<<20) // zeros compress ~1000:1
 	lim := Limits{MaxBatchBytes: 1 << 20, MaxRecordsBytes: 1 << 20}
-	for _, codec := range []Codec{CodecGzip, CodecSnappy, CodecZstd, CodecS2} {
+	for _, codec := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
 		t.Run(codec.String(), func(t *testing.T) {
 			b, err := AppendBatch(nil, []Record{{Value: big}}, EncodeOptions{Codec: codec})
 			require.NoError(t, err)
@@ -228,15 +228,20 @@ func TestHostileRecordLengths(t *testing.T) {
 		name    string
 		section []byte
 	}{
-		{"record length past end", []byte{0x7f, 0}},
+		// Kafka's record: length, attributes, timestampDelta,
+		// offsetDelta, keyLength, key, valueLength, value, headerCount,
+		// every number a zigzag varint (6 is 12, -1 is 1).
+		{"record length past end", []byte{0x7e, 0}},
+		{"negative record length", []byte{0x01, 0}},
 		{"huge varint", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
-		{"key length past record", []byte{6, 0, 0, 0, 0x7e, 1, 0}},
-		{"negative key length", []byte{6, 0, 0, 0, 0x05, 1, 0}},
-		{"wrong offset delta", []byte{6, 0, 0, 3, 1, 1, 0}},
-		{"header count absurd", []byte{7, 0, 0, 0, 1, 1, 0x7f, 0}},
-		{"trailing bytes in record", []byte{7, 0, 0, 0, 1, 1, 0, 9}},
-		{"trailing bytes after last record", []byte{6, 0, 0, 0, 1, 1, 0, 0}},
-		{"nonzero record attributes", []byte{6, 1, 0, 0, 1, 1, 0}},
+		{"key length past record", []byte{12, 0, 0, 0, 0x7e, 1, 0}},
+		{"negative key length", []byte{12, 0, 0, 0, 0x05, 1, 0}},
+		{"offset delta past the last offset delta", []byte{12, 0, 0, 2, 1, 1, 0}},
+		{"negative offset delta", []byte{12, 0, 0, 1, 1, 1, 0}},
+		{"header count absurd", []byte{14, 0, 0, 0, 1, 1, 0x7e, 0}},
+		{"negative header count", []byte{12, 0, 0, 0, 1, 1, 1}},
+		{"trailing bytes in record", []byte{14, 0, 0, 0, 1, 1, 0, 9}},
+		{"trailing bytes after last record", []byte{12, 0, 0, 0, 1, 1, 0, 0}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -246,7 +251,7 @@ func TestHostileRecordLengths(t *testing.T) {
 		})
 	}
 	// The well-formed one decodes, so the cases above fail for their reason.
-	_, err := ValidateRecords(rawBatch([]byte{6, 0, 0, 0, 1, 1, 0}, 1), DefaultLimits)
+	_, err := ValidateRecords(rawBatch([]byte{12, 0, 0, 0, 1, 1, 0}, 1), DefaultLimits)
 	require.NoError(t, err)
 }
 
@@ -254,8 +259,8 @@ func TestHostileRecordLengths(t *testing.T) {
 func rawBatch(section []byte, count int32) []byte {
 	b, _ := AppendBatch(nil, []Record{{Value: []byte{}}}, EncodeOptions{})
 	b = append(b[:HeaderSize], section...)
-	b[offRecordCount+3] = byte(count)
-	b[offLastDelta+3] = byte(count - 1)
+	b[offAttributesV2+relRecordCount+3] = byte(count)
+	b[offAttributesV2+relLastDelta+3] = byte(count - 1)
 	fixLengthAndChecksum(b)
 	return b
 }
@@ -305,8 +310,8 @@ func TestParseCodec(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c, got)
 	}
-	_, err := ParseCodec("lz4")
-	assert.Error(t, err)
+	_, err := ParseCodec("s2")
+	assert.Error(t, err, "s2 is read in version-1 batches, never written")
 	assert.True(t, errors.Is(ErrChecksum, ErrCorrupt))
 }
 
@@ -335,5 +340,5 @@ func TestZstdFrameChecksum(t *testing.T) {
 	bad := slices.Clone(theirs)
 	bad[len(bad)-1] ^= 1 // the frame checksum's last byte
 	_, err = decompress(CodecZstd, nil, bad, 1<<20)
-	assert.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorIs(t, err, errDecompress)
 }

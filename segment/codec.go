@@ -2,6 +2,7 @@ package segment
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,38 +12,62 @@ import (
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 )
 
-// Codec is a batch compression codec. The values are stored on disk.
+// Codec is a batch compression codec. The values are Kafka's, stored in
+// bits 0-2 of a v2 batch's attributes.
 type Codec uint8
 
 // The codecs. Only the records section of a batch is compressed.
 const (
 	CodecNone   Codec = 0
 	CodecGzip   Codec = 1
-	CodecSnappy Codec = 2
-	CodecZstd   Codec = 3
-	CodecS2     Codec = 4
+	CodecSnappy Codec = 2 // written as a raw block; xerial framing is read too
+	CodecLZ4    Codec = 3 // LZ4 frame format
+	CodecZstd   Codec = 4
+	// CodecS2 is read in version-1 batches only: it is not a Kafka codec,
+	// and no v2 batch uses it. It has no number in a v2 header.
+	CodecS2 Codec = 8
 )
 
-var codecNames = [...]string{"none", "gzip", "snappy", "zstd", "s2"}
+// Codec numbers of version-1 batches that differ from Kafka's.
+const (
+	v1CodecZstd = 3
+	v1CodecS2   = 4
+)
 
-// String returns the codec's name: none, gzip, snappy, zstd or s2.
+// codecFromV1 maps a version-1 batch's codec number to its Codec.
+func codecFromV1(c Codec) Codec {
+	switch c {
+	case v1CodecZstd:
+		return CodecZstd
+	case v1CodecS2:
+		return CodecS2
+	}
+	return c
+}
+
+var codecNames = map[Codec]string{CodecNone: "none", CodecGzip: "gzip", CodecSnappy: "snappy", CodecLZ4: "lz4", CodecZstd: "zstd", CodecS2: "s2"}
+
+// String returns the codec's name: none, gzip, snappy, lz4, zstd (or s2,
+// read in version-1 batches).
 func (c Codec) String() string {
-	if int(c) < len(codecNames) {
-		return codecNames[c]
+	if n, ok := codecNames[c]; ok {
+		return n
 	}
 	return fmt.Sprintf("codec(%d)", uint8(c))
 }
 
-// ParseCodec returns the codec with the given name.
+// ParseCodec returns the codec with the given name, one that a v2 batch
+// can be written with: none, gzip, snappy, lz4 or zstd.
 func ParseCodec(name string) (Codec, error) {
-	for i, n := range codecNames {
-		if n == name {
-			return Codec(i), nil
+	for c := CodecNone; c <= CodecZstd; c++ {
+		if codecNames[c] == name {
+			return c, nil
 		}
 	}
-	return 0, fmt.Errorf("segment: unknown codec %q (want none, gzip, snappy, zstd or s2)", name)
+	return 0, fmt.Errorf("segment: unknown codec %q (want none, gzip, snappy, lz4 or zstd)", name)
 }
 
 // Buffers and encoders are pooled: nothing is created per batch.
@@ -51,6 +76,17 @@ var (
 
 	gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 	gzipReaders sync.Pool // *gzip.Reader; New cannot be used: NewReader needs input
+
+	// LZ4 frames as Kafka's Java client writes them: 64 KiB independent
+	// blocks, no content checksum (the batch's CRC covers the bytes).
+	lz4Writers = sync.Pool{New: func() any {
+		w := lz4.NewWriter(nil)
+		if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ChecksumOption(false), lz4.ConcurrencyOption(1)); err != nil {
+			panic(err) // only for invalid options, which are fixed here
+		}
+		return w
+	}}
+	lz4Readers = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
 
 	// zstd at its fastest level: an append path wants throughput (2.7x
 	// the default level's in BenchmarkEncode/zstd), and the batches of a
@@ -102,23 +138,34 @@ func zstdDecoderPool(limit int) *sync.Pool {
 func compress(c Codec, dst, src []byte) ([]byte, error) {
 	switch c {
 	case CodecGzip:
-		w := gzipWriters.Get().(*gzip.Writer)
-		buf := bytes.NewBuffer(dst)
-		w.Reset(buf)
-		_, err := w.Write(src)
-		if err == nil {
-			err = w.Close()
-		}
-		gzipWriters.Put(w)
-		return buf.Bytes(), err
+		return compressStream(&gzipWriters, dst, src)
 	case CodecSnappy:
 		return encodeBlock(dst, src, "snappy", snappy.MaxEncodedLen, snappy.Encode)
-	case CodecS2:
-		return encodeBlock(dst, src, "s2", s2.MaxEncodedLen, s2.Encode)
+	case CodecLZ4:
+		return compressStream(&lz4Writers, dst, src)
 	case CodecZstd:
 		return zstdEncoder().EncodeAll(src, dst), nil
 	}
 	return dst, fmt.Errorf("%w: unknown codec %d", ErrInvalid, c)
+}
+
+// streamWriter is a pooled compressing writer: gzip's or lz4's.
+type streamWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
+
+// compressStream appends src compressed by a writer from pool to dst.
+func compressStream(pool *sync.Pool, dst, src []byte) ([]byte, error) {
+	w := pool.Get().(streamWriter)
+	defer pool.Put(w)
+	buf := bytes.NewBuffer(dst)
+	w.Reset(buf)
+	_, err := w.Write(src)
+	if err == nil {
+		err = w.Close()
+	}
+	return buf.Bytes(), err
 }
 
 // encodeBlock appends src in a block format (snappy's or s2's, named name)
@@ -135,12 +182,31 @@ func encodeBlock(dst, src []byte, name string, maxLen func(int) int, encode func
 	return dst[:start+len(out)], nil
 }
 
+// errDecompress is wrapped by what decompress reports about bytes that do
+// not decompress; the caller adds whose bytes they are (ErrCorrupt or
+// ErrInvalid).
+var errDecompress = errors.New("records do not decompress")
+
 // decompress appends the decompressed form of src to dst[:0], refusing to
-// produce more than limit bytes.
+// produce more than limit bytes. Its errors wrap errDecompress, or
+// ErrTooLarge at the limit.
 func decompress(c Codec, dst, src []byte, limit int) ([]byte, error) {
 	dst = dst[:0]
 	tooLarge := func(n int) error {
-		return fmt.Errorf("%w: %w: records expand to %d bytes, over the limit of %d", ErrCorrupt, ErrTooLarge, n, limit)
+		return fmt.Errorf("%w: records expand to %d bytes, over the limit of %d", ErrTooLarge, n, limit)
+	}
+	bad := func(err error) error { return fmt.Errorf("%w: %s: %v", errDecompress, c, err) }
+	// readAll reads r to its end, at most limit bytes.
+	readAll := func(r io.Reader) ([]byte, error) {
+		buf := bytes.NewBuffer(dst)
+		n, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1))
+		if err != nil {
+			return dst, bad(err)
+		}
+		if n > int64(limit) {
+			return dst, tooLarge(int(n))
+		}
+		return buf.Bytes(), nil
 	}
 	switch c {
 	case CodecGzip:
@@ -148,45 +214,29 @@ func decompress(c Codec, dst, src []byte, limit int) ([]byte, error) {
 		if v := gzipReaders.Get(); v != nil {
 			zr = v.(*gzip.Reader)
 			if err := zr.Reset(bytes.NewReader(src)); err != nil {
-				return dst, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
+				return dst, bad(err)
 			}
 		} else {
 			var err error
 			if zr, err = gzip.NewReader(bytes.NewReader(src)); err != nil {
-				return dst, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
+				return dst, bad(err)
 			}
 		}
 		defer gzipReaders.Put(zr)
 		zr.Multistream(false)
-		buf := bytes.NewBuffer(dst)
-		n, err := buf.ReadFrom(io.LimitReader(zr, int64(limit)+1))
-		if err != nil {
-			return dst, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
+		return readAll(zr)
+	case CodecSnappy:
+		if bytes.HasPrefix(src, xerialMagic) {
+			return decodeXerial(dst, src, limit)
 		}
-		if n > int64(limit) {
-			return dst, tooLarge(int(n))
-		}
-		return buf.Bytes(), nil
-	case CodecSnappy, CodecS2:
-		decodedLen, decode := snappy.DecodedLen, snappy.Decode
-		if c == CodecS2 {
-			decodedLen, decode = s2.DecodedLen, s2.Decode
-		}
-		n, err := decodedLen(src)
-		if err != nil {
-			return dst, fmt.Errorf("%w: %s: %v", ErrCorrupt, c, err)
-		}
-		if n > limit {
-			return dst, tooLarge(n)
-		}
-		if cap(dst) < n {
-			dst = make([]byte, 0, n)
-		}
-		out, err := decode(dst[:n], src)
-		if err != nil {
-			return dst, fmt.Errorf("%w: %s: %v", ErrCorrupt, c, err)
-		}
-		return out, nil
+		return decodeBlock(dst, src, limit, c)
+	case CodecS2:
+		return decodeBlock(dst, src, limit, c)
+	case CodecLZ4:
+		r := lz4Readers.Get().(*lz4.Reader)
+		defer lz4Readers.Put(r)
+		r.Reset(bytes.NewReader(src))
+		return readAll(r)
 	case CodecZstd:
 		pool := zstdDecoderPool(limit)
 		v := pool.Get()
@@ -196,7 +246,7 @@ func decompress(c Codec, dst, src []byte, limit int) ([]byte, error) {
 		}
 		defer pool.Put(d)
 		if err := d.Reset(bytes.NewReader(src)); err != nil {
-			return dst, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+			return dst, bad(err)
 		}
 		buf := bytes.NewBuffer(dst)
 		n, err := buf.ReadFrom(io.LimitReader(d, int64(limit)+1))
@@ -204,12 +254,68 @@ func decompress(c Codec, dst, src []byte, limit int) ([]byte, error) {
 			if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
 				return dst, tooLarge(limit + 1)
 			}
-			return dst, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+			return dst, bad(err)
 		}
 		if n > int64(limit) {
 			return dst, tooLarge(int(n))
 		}
 		return buf.Bytes(), nil
 	}
-	return dst, fmt.Errorf("%w: unknown codec %d", ErrCorrupt, c)
+	return dst, fmt.Errorf("%w: unknown codec %d", errDecompress, c)
+}
+
+// decodeBlock appends the decoded snappy (or s2) block src to dst, at most
+// limit bytes.
+func decodeBlock(dst, src []byte, limit int, c Codec) ([]byte, error) {
+	decodedLen, decode := snappy.DecodedLen, snappy.Decode
+	if c == CodecS2 {
+		decodedLen, decode = s2.DecodedLen, s2.Decode
+	}
+	n, err := decodedLen(src)
+	if err != nil {
+		return dst, fmt.Errorf("%w: %s: %v", errDecompress, c, err)
+	}
+	if n > limit-len(dst) {
+		return dst, fmt.Errorf("%w: records expand to more than the limit of %d bytes", ErrTooLarge, limit)
+	}
+	start := len(dst)
+	dst = grow(dst, n)
+	out, err := decode(dst[start:], src)
+	if err != nil || len(out) != n {
+		return dst[:start], fmt.Errorf("%w: %s: %v", errDecompress, c, err)
+	}
+	return dst, nil
+}
+
+// xerialMagic starts the snappy framing of the xerial library, which
+// Kafka's Java client writes: the magic, a version and a compatible
+// version (int32 each), then chunks of a 4-byte big-endian length and a
+// raw snappy block.
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+const xerialHeaderSize = 16
+
+// decodeXerial appends the decoded chunks of the xerial-framed src to dst,
+// at most limit bytes.
+func decodeXerial(dst, src []byte, limit int) ([]byte, error) {
+	if len(src) < xerialHeaderSize {
+		return dst, fmt.Errorf("%w: snappy: xerial header of %d bytes", errDecompress, len(src))
+	}
+	src = src[xerialHeaderSize:]
+	for len(src) > 0 {
+		if len(src) < 4 {
+			return dst, fmt.Errorf("%w: snappy: xerial chunk length cut short", errDecompress)
+		}
+		n := binary.BigEndian.Uint32(src)
+		src = src[4:]
+		if uint64(n) > uint64(len(src)) {
+			return dst, fmt.Errorf("%w: snappy: xerial chunk of %d bytes, %d remain", errDecompress, n, len(src))
+		}
+		var err error
+		if dst, err = decodeBlock(dst, src[:n], limit, CodecSnappy); err != nil {
+			return dst, err
+		}
+		src = src[n:]
+	}
+	return dst, nil
 }

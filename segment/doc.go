@@ -1,69 +1,119 @@
 // Package segment owns seglog's record and batch format and one segment of
 // a partition log: a .log file of batches with its two sparse indexes.
 //
-// # Batch format (version 1)
+// # Batch format: Kafka's RecordBatch v2
 //
-// A batch is the unit of writing, checksumming, compression and indexing.
-// All integers are big-endian. The header is HeaderSize (65) bytes:
+// A batch is the unit of writing, checksumming, compression and indexing,
+// and it is Kafka's RecordBatch v2 (DefaultRecordBatch), byte for byte:
+// what every Kafka client sends, stored as it came and served back
+// unchanged. All integers are big-endian. The header is HeaderSize (61)
+// bytes:
 //
 //	 offset size field
-//	+------+----+----------------------+------------------------------------------+
-//	|    0 |  8 | baseOffset   int64   | first offset; assigned by the log        |
-//	|    8 |  4 | batchLength  int32   | bytes after this field (size - 12)       |
-//	|   12 |  4 | leaderEpoch  int32   | epoch of the leader that wrote it        |
-//	|   16 |  1 | version      uint8   | 1                                        |
-//	|   17 |  8 | checksum     uint64  | xxhash64 of bytes [25, end)              |
-//	+------+----+----------------------+------------------------------------------+  <- covered from here
-//	|   25 |  2 | attributes   int16   | bits 0-2 codec, bits 3-15 reserved (0)   |
-//	|   27 |  4 | lastOffsetDelta int32| recordCount - 1 (offsets are dense)      |
-//	|   31 |  8 | baseTimestamp int64  | first record's time, ms since the epoch  |
-//	|   39 |  8 | maxTimestamp int64   | largest record time, ms                  |
-//	|   47 |  8 | producerID   int64   | -1: no producer (not idempotent)         |
-//	|   55 |  2 | producerEpoch int16  |                                          |
-//	|   57 |  4 | baseSequence int32   | producer sequence of the first record    |
-//	|   61 |  4 | recordCount  int32   | >= 1                                     |
-//	|   65 |    | records              | compressed with the codec when it is set |
-//	+------+----+----------------------+------------------------------------------+
+//	+------+----+-------------------------+------------------------------------------+
+//	|    0 |  8 | baseOffset       int64  | first offset; assigned by the log        |
+//	|    8 |  4 | batchLength      int32  | bytes after this field (size - 12)       |
+//	|   12 |  4 | partitionLeaderEpoch    | epoch of the leader that appended it     |
+//	|   16 |  1 | magic            int8   | 2                                        |
+//	|   17 |  4 | crc              uint32 | CRC-32C (Castagnoli) of bytes [21, end)  |
+//	+------+----+-------------------------+------------------------------------------+  <- covered from here
+//	|   21 |  2 | attributes       int16  | bits 0-2 codec, 3 timestamp type         |
+//	|      |    |                         | (1: LogAppendTime), 4 transactional,     |
+//	|      |    |                         | 5 control, 6 delete horizon in           |
+//	|      |    |                         | baseTimestamp; 7-15 unused               |
+//	|   23 |  4 | lastOffsetDelta  int32  | offset of the last record - baseOffset   |
+//	|   27 |  8 | baseTimestamp    int64  | first record's time, ms since the epoch  |
+//	|   35 |  8 | maxTimestamp     int64  | largest record time (LogAppendTime: the  |
+//	|      |    |                         | append time, which every record takes)   |
+//	|   43 |  8 | producerId       int64  | -1: no producer (not idempotent)         |
+//	|   51 |  2 | producerEpoch    int16  | -1 without a producer                    |
+//	|   53 |  4 | baseSequence     int32  | producer sequence of the first record    |
+//	|   57 |  4 | recordsCount     int32  | records that follow                      |
+//	|   61 |    | records                 | compressed with the codec when it is set |
+//	+------+----+-------------------------+------------------------------------------+
 //
-// baseOffset and leaderEpoch come before the checksum on purpose: the log
-// assigns offsets and stamps the epoch by patching those bytes of a batch a
-// producer already encoded, without re-encoding it or computing a new
-// checksum (SetBaseOffset, SetLeaderEpoch). Everything else is covered.
-// Codecs: 0 none, 1 gzip, 2 snappy (block), 3 zstd, 4 s2 (block). Only the
-// records section is compressed; the header never is.
+// baseOffset and partitionLeaderEpoch come before the CRC: the log assigns
+// offsets and stamps the epoch by patching those bytes of a batch a
+// producer encoded, without re-encoding it or computing a new CRC
+// (SetBaseOffset, SetLeaderEpoch). A log whose timestamps are
+// LogAppendTime is the one case that changes covered bytes: it sets the
+// timestamp-type bit and maxTimestamp and computes the CRC again
+// (SetLogAppendTime). Codecs, Kafka's numbers: 0 none, 1 gzip, 2 snappy
+// (written as one raw block; the xerial framing Kafka's Java client writes
+// is read too), 3 lz4 (the LZ4 frame format), 4 zstd. Only the records
+// section is compressed; the header never is.
 //
-// Each record, in the (decompressed) records section:
+// The batch takes lastOffsetDelta+1 offsets. Its records' offset deltas
+// increase and are at most lastOffsetDelta; they need not be dense (a
+// compacted batch keeps its lastOffsetDelta when records go). A control
+// batch holds transaction markers; record readers skip it, batch reads
+// return it. A batch from a client must have magic 2 and at least one
+// record (CheckBatch).
 //
-//	+-----------------+---------+------------------------------------------+
-//	| length          | uvarint | bytes of the record after this field     |
-//	| attributes      | 1 byte  | reserved, 0                              |
-//	| timestampDelta  | varint  | timestamp - baseTimestamp (zigzag)       |
-//	| offsetDelta     | uvarint | offset - baseOffset; record i has i      |
-//	| keyLength       | varint  | -1: no key                               |
-//	| key             | bytes   |                                          |
-//	| valueLength     | varint  | -1: null value                           |
-//	| value           | bytes   |                                          |
-//	| headerCount     | uvarint |                                          |
-//	|   headerKeyLen  | uvarint | then the key bytes                       |
-//	|   headerValLen  | varint  | -1: null; then the value bytes           |
-//	+-----------------+---------+------------------------------------------+
+// Each record, in the (decompressed) records section; every number is a
+// zigzag varint (Kafka's varint and varlong):
 //
-// These layouts never change without a new version byte.
+//	+-------------------+---------+------------------------------------------+
+//	| length            | varint  | bytes of the record after this field     |
+//	| attributes        | int8    | unused (Kafka writes 0)                  |
+//	| timestampDelta    | varlong | timestamp - baseTimestamp                |
+//	| offsetDelta       | varint  | offset - baseOffset                      |
+//	| keyLength         | varint  | -1: no key                               |
+//	| key               | bytes   |                                          |
+//	| valueLength       | varint  | -1: null value                           |
+//	| value             | bytes   |                                          |
+//	| headersCount      | varint  |                                          |
+//	|   headerKeyLength | varint  | then the key bytes                       |
+//	|   headerValueLen  | varint  | -1: null; then the value bytes           |
+//	+-------------------+---------+------------------------------------------+
+//
+// A control record's key is a version (int16, 0) and a type (int16: 0
+// ABORT, 1 COMMIT); a marker's value is a version (int16) and the
+// coordinator epoch (int32) (ParseControlRecord). These layouts are
+// Kafka's and never change; a new layout is a new magic byte.
+//
+// # Reading version 1
+//
+// Data written before seglog switched to Kafka's format holds version-1
+// batches (magic 1 at byte 16), which are read, recovered, truncated and
+// indexed beside v2 ones (a segment may hold both), never written. Their
+// header is HeaderSizeV1 (65) bytes: the same fields in the same order, but
+// an 8-byte xxhash64 at byte 17 covering bytes [25, end), so every later
+// field sits 4 bytes further on; attribute bits other than the codec must
+// be 0; offsets are dense (lastOffsetDelta = recordCount - 1);
+// maxTimestamp is at least baseTimestamp. Codecs there: 0 none, 1 gzip, 2
+// snappy (block), 3 zstd, 4 s2 (block; CodecS2). Records have a uvarint
+// length, offset delta, header count and header key length (the rest
+// zigzag, as in v2), and a record attributes byte that must be 0. Their
+// index entries name a batch's base offset (Header.IndexOffset).
 //
 // # Decoding is hostile-input safe
 //
 // Every length read from a batch is checked against what remains and
 // against Limits before anything is allocated; a compressed section may not
-// expand past Limits.MaxRecordsBytes. Bad bytes are an error wrapping
-// ErrCorrupt (a checksum mismatch wraps ErrChecksum, which wraps ErrCorrupt);
-// decoding never panics.
+// expand past Limits.MaxRecordsBytes. Bad bytes read from disk are an
+// error wrapping ErrCorrupt (a checksum mismatch wraps ErrChecksum, which
+// wraps ErrCorrupt); a client's malformed or oversized batch (CheckBatch,
+// CheckHeader) is an error wrapping ErrInvalid or ErrTooLarge, never
+// ErrCorrupt. Decoding never panics.
 //
 // # Segments
 //
 // A Segment is a .log file named by its base offset in 20 digits, with a
 // .index (offset -> file position) and a .timeindex (timestamp -> offset),
-// see package index. Entries are added after at least IndexIntervalBytes of
-// log data since the previous one. The active segment is appended to; a
+// see package index, written as Kafka's LogSegment writes them, so that a
+// segment's three files are those Kafka writes for the same batches: for
+// each batch appended (or rescanned by recovery), the largest timestamp
+// so far is noted with the last offset of its batch; when more than
+// IndexIntervalBytes of batches lie between the last entry's batch (or
+// the start of the file) and this one, the offset index gets an entry
+// naming this batch's last offset and its position, and the time index an
+// entry of the largest timestamp so far and its offset, if that timestamp
+// is larger than the last time entry's (or than -1 without one). Sealing
+// or closing the segment adds that time entry once more, when it grew. A
+// lookup of offset o binary-searches the largest entry at or below o,
+// whose batch holds offsets up to the entry's, and scans forward from its
+// position. The active segment is appended to; a
 // sealed one is read-only. Opening a sealed segment reads nothing: files
 // and index maps are opened on first use, so a log with thousands of
 // segments opens in constant time.

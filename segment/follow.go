@@ -1,7 +1,8 @@
 package segment
 
 import (
-	"math"
+	"errors"
+	"io"
 )
 
 // OpenFollow opens, as a follower (read-only), the active segment of a log that another
@@ -40,11 +41,12 @@ func (s *Segment) Shrunk() (bool, error) {
 	if pos < 0 {
 		return false, nil
 	}
-	var hb [HeaderSize]byte
-	if _, err := s.log.ReadAt(hb[:], pos); err != nil {
+	var hb [MaxHeaderSize]byte
+	n, err := s.log.ReadAt(hb[:], pos)
+	if n < HeaderSize || (err != nil && !errors.Is(err, io.EOF)) {
 		return true, nil
 	}
-	h, err := ParseHeader(hb[:], s.opts.Limits)
+	h, err := ParseHeader(hb[:n], s.opts.Limits)
 	return err != nil || h.Checksum != sum, nil
 }
 
@@ -60,9 +62,8 @@ func (s *Segment) Refresh() (bool, error) {
 	defer s.refreshMu.Unlock()
 	pos, next := s.size.Load(), s.next.Load()
 	if pos == 0 {
-		start := s.oidx.Lookup(math.MaxInt64)
-		if start.Position < size {
-			pos, next = start.Position, start.Offset
+		if p, n, err := s.indexedStart(size); err == nil && p < size {
+			pos, next = p, n
 		}
 	}
 	// A batch being written, or one not ours to judge, ends the scan:

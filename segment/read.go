@@ -281,7 +281,22 @@ func (s *Segment) readInto(dst []byte, pos, n int64) ([]byte, error) {
 	return dst, nil
 }
 
-// ReadRecord returns the record at offset. In an uncompressed batch of at
+// NoRecordError says that the batch holding an offset has no data record
+// at or after it: a control batch (transaction markers, which record
+// readers skip), or a compacted batch whose last records are gone. The
+// next record, if any, is at Next or later.
+type NoRecordError struct {
+	Offset, Next int64
+}
+
+func (e *NoRecordError) Error() string {
+	return fmt.Sprintf("segment: no data record at or after offset %d in its batch (next batch at %d)", e.Offset, e.Next)
+}
+
+// ReadRecord returns the record at offset: the first data record at or
+// after it in the batch that holds it (the same record unless the batch's
+// offsets are not dense), or a *NoRecordError when there is none (a
+// control batch). In an uncompressed batch of at
 // least an index interval it preads only that record, at the position the
 // Budget's point cache keeps for it (see pointCache); the first point read
 // of a batch reads the batch whole, verifies it and caches where its
@@ -309,6 +324,9 @@ func (s *Segment) ReadRecord(buf []byte, offset int64) (Record, []byte, error) {
 	if err != nil {
 		return Record{}, buf, err
 	}
+	if h.IsControl() {
+		return Record{}, buf, &NoRecordError{Offset: offset, Next: h.NextOffset()}
+	}
 	batch, err := s.readInto(buf, pos, int64(h.Size()))
 	if err != nil {
 		return Record{}, buf, err
@@ -317,18 +335,21 @@ func (s *Segment) ReadRecord(buf []byte, offset int64) (Record, []byte, error) {
 	if err := it.Reset(batch, s.opts.Limits); err != nil {
 		return Record{}, batch, &CorruptError{File: s.LogPath(), Pos: pos, Err: err}
 	}
-	if b != nil && pos == at && h.Codec() == CodecNone {
-		if starts, err := recordStarts(batch[HeaderSize:], h); err == nil {
+	if b != nil && pos == at && h.Codec() == CodecNone && h.Offsets() == int64(h.RecordCount) {
+		if starts, err := recordStarts(batch[h.HeaderLen():], h); err == nil {
 			b.points.put(pointKey{s, pos, s.cuts.Load()}, pointBatch{h, starts})
 		}
 	}
 	for it.Next() {
-		if r := it.Record(); r.Offset == offset {
+		if r := it.Record(); r.Offset >= offset {
 			return *r, batch, nil
 		}
 	}
 	if err := it.Err(); err != nil {
 		return Record{}, batch, &CorruptError{File: s.LogPath(), Pos: pos, Err: err}
+	}
+	if h.Offsets() != int64(h.RecordCount) {
+		return Record{}, batch, &NoRecordError{Offset: offset, Next: h.NextOffset()}
 	}
 	return Record{}, batch, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: offset %d not in its batch", ErrCorrupt, offset)}
 }
@@ -342,7 +363,7 @@ func (s *Segment) readPoint(buf []byte, pos int64, h Header, starts []uint32, of
 		return Record{}, buf, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: offset %d not among the batch's %d records", ErrCorrupt, offset, len(starts)-1)}
 	}
 	lo, hi := int64(starts[k]), int64(starts[k+1])
-	buf, err := s.readInto(buf, pos+HeaderSize+lo, hi-lo)
+	buf, err := s.readInto(buf, pos+int64(h.HeaderLen())+lo, hi-lo)
 	if err != nil {
 		return Record{}, buf, err
 	}
@@ -357,7 +378,7 @@ func (s *Segment) readPoint(buf []byte, pos int64, h Header, starts []uint32, of
 // an uncompressed batch with header h, which must be the record at offset.
 func decodePoint(b []byte, h Header, offset int64) (Record, error) {
 	k := offset - h.BaseOffset
-	it := RecordIter{hdr: h, data: b, i: int32(k)}
+	it := RecordIter{hdr: h, data: b, i: int32(k), prev: k - 1}
 	if err := it.decode(); err != nil {
 		return Record{}, err
 	}
@@ -370,8 +391,9 @@ func decodePoint(b []byte, h Header, offset int64) (Record, error) {
 }
 
 // recordStarts returns where each record of section, the uncompressed
-// records of a batch with header h, starts (its length prefix), and where
-// the last one ends: one more position than records.
+// records of a batch with header h whose offsets are dense, starts (its
+// length prefix), and where the last one ends: one more position than
+// records.
 func recordStarts(section []byte, h Header) ([]uint32, error) {
 	// Every record takes at least one byte: a count beyond the section
 	// is damage (and must not size the allocation).
@@ -383,6 +405,10 @@ func recordStarts(section []byte, h Header) ([]uint32, error) {
 	p := 0
 	for i := 0; i < count; i++ {
 		n, w := binary.Uvarint(section[p:])
+		if h.Version != VersionV1 {
+			// Kafka's record length is a zigzag varint.
+			n = n>>1 ^ -(n & 1)
+		}
 		if w <= 0 || n > uint64(len(section)-p-w) {
 			return nil, fmt.Errorf("%w: record %d: bad length", ErrCorrupt, i)
 		}

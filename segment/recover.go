@@ -34,9 +34,12 @@ func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
 	// The tail, from the last index entry on, is verified batch by batch
 	// (checksums included): a clean marker says the files were closed, not
 	// that the disk kept every byte of the last writes.
-	start := s.oidx.Lookup(math.MaxInt64)
+	startPos, startOff, err := s.indexedStart(size)
+	if err != nil {
+		return s, err
+	}
 	var sc Scanner
-	s.scan(&sc, size, ScanOptions{Start: start.Position, Verify: true, CheckOffsets: true, FirstOffset: start.Offset, Window: tailWindow})
+	s.scan(&sc, size, ScanOptions{Start: startPos, Verify: true, CheckOffsets: true, FirstOffset: startOff, Window: tailWindow})
 	for sc.Next() {
 		s.noteBatch(sc.Header())
 		s.sinceIndex += sc.Header().Size()
@@ -59,6 +62,26 @@ func OpenActive(dir string, base int64, opts Options) (*Segment, error) {
 		return s, err
 	}
 	return s, nil
+}
+
+// indexedStart returns the position of the batch the last offset-index
+// entry names and that batch's base offset (0 and the segment's base
+// without entries), where a scan of the tail starts. An entry that does
+// not name the batch at its position (its last offset; its base offset
+// in a version-1 batch) is corruption of the index.
+func (s *Segment) indexedStart(size int64) (int64, int64, error) {
+	e := s.oidx.Lookup(math.MaxInt64)
+	if e.Position == 0 {
+		return 0, s.base, nil
+	}
+	h, err := s.readHeader(e.Position, size)
+	if err != nil {
+		return 0, 0, &CorruptError{File: s.path(IndexSuffix), Pos: 0, Err: fmt.Errorf("%w: last entry names position %d: %w", ErrCorrupt, e.Position, err)}
+	}
+	if h.IndexOffset() != e.Offset {
+		return 0, 0, &CorruptError{File: s.path(IndexSuffix), Pos: 0, Err: fmt.Errorf("%w: last entry names offset %d at position %d, where the batch has offsets [%d, %d]", ErrCorrupt, e.Offset, e.Position, h.BaseOffset, h.LastOffset())}
+	}
+	return e.Position, h.BaseOffset, nil
 }
 
 // loadFirstTimestampLocked reads the first batch's header for the

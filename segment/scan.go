@@ -116,7 +116,7 @@ func (sc *Scanner) Next() bool {
 	}
 	pos := sc.pos
 	left := sc.size - pos
-	b, err := sc.window(pos, min(left, HeaderSize))
+	b, err := sc.window(pos, min(left, MaxHeaderSize))
 	if err != nil {
 		return sc.fail(err)
 	}

@@ -366,6 +366,11 @@ func (s *Segment) close(sync bool) error {
 	if sync && s.writable && !s.deleted {
 		// Exact size for a clean reopen: no preallocated tail.
 		err = s.trimLogLocked()
+		if s.log != nil {
+			// The largest timestamp goes into the time index, as
+			// Kafka's LogSegment does when it closes.
+			err = errors.Join(err, s.appendFinalTimeEntryLocked())
+		}
 	}
 	err = errors.Join(err, s.closeFilesLocked())
 	if s.opts.Budget != nil {

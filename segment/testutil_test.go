@@ -2,11 +2,11 @@ package segment
 
 import (
 	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,7 +21,7 @@ func createT(t testing.TB, dir string, baseOffset int64) *Segment {
 // fixLengthAndChecksum rewrites the length and checksum of a hand-built batch.
 func fixLengthAndChecksum(b []byte) {
 	binary.BigEndian.PutUint32(b[offBatchLength:], uint32(len(b)-lengthPrefix))
-	binary.BigEndian.PutUint64(b[offChecksum:], xxhash.Sum64(b[checksumStart:]))
+	binary.BigEndian.PutUint32(b[offChecksum:], crc32.Checksum(b[offAttributesV2:], crcTable))
 }
 
 // closedSegment creates a segment at 0 in a new directory with n batches

@@ -13,10 +13,13 @@ import (
 )
 
 // noteBatch updates the writer's view after a batch at the end.
+// The largest timestamp so far is kept with the offset the time index
+// names for its batch (IndexOffset: the last offset, as Kafka's
+// LogSegment keeps it).
 func (s *Segment) noteBatch(h Header) {
 	if h.MaxTimestamp > s.maxTS.Load() || s.maxTSOff.Load() < 0 {
 		s.maxTS.Store(h.MaxTimestamp)
-		s.maxTSOff.Store(h.BaseOffset)
+		s.maxTSOff.Store(h.IndexOffset())
 	}
 }
 
@@ -180,15 +183,19 @@ func (s *Segment) cutTailLocked(sync bool) error {
 	return nil
 }
 
-// indexDue reports whether the batch at pos gets index entries: the first
-// batch after IndexIntervalBytes of log data since the last entry.
+// indexDue reports whether the batch at pos gets index entries: Kafka's
+// LogSegment rule, the first batch once more than IndexIntervalBytes of
+// log data lie between the last entry's batch (or the start) and it.
 func (s *Segment) indexDue(pos int64) bool {
-	return s.sinceIndex >= s.opts.IndexIntervalBytes && pos > 0
+	return s.sinceIndex > s.opts.IndexIntervalBytes && pos > 0
 }
 
 // addBatchLocked records the batch h, written at pos, in the writer state
-// and, when due, in the indexes: an offset entry, and a time entry if the
-// largest timestamp grew past the last one. Append and recovery share this
+// and, when due, in the indexes, as Kafka's LogSegment does: an offset
+// entry naming the batch's last offset (IndexOffset) and its position, and
+// a time entry of the largest timestamp so far and the last offset of its
+// batch, if that timestamp is larger than the last entry's (or than -1,
+// Kafka's "unknown", without entries). Append and recovery share this
 // rule. With lenient (recovery), a full index or a full disk only skips
 // the entries: indexes are derived data, lookups then scan further. On an
 // error the indexes are as they were; the caller restores the rest.
@@ -198,13 +205,13 @@ func (s *Segment) addBatchLocked(h Header, pos int64, lenient bool) error {
 		return lenient && (errors.Is(err, index.ErrFull) || vfs.IsNoSpace(err))
 	}
 	if due {
-		if err := s.oidx.Append(h.BaseOffset, pos); err != nil && !skip(err) {
+		if err := s.oidx.Append(h.IndexOffset(), pos); err != nil && !skip(err) {
 			return err
 		}
 	}
 	s.noteBatch(h)
 	if due {
-		if last, ok := s.tidx.Last(); !ok || (s.maxTS.Load() > last.Timestamp && s.maxTSOff.Load() > last.Offset) {
+		if s.timeEntryDue() {
 			if err := s.tidx.Append(s.maxTS.Load(), s.maxTSOff.Load()); err != nil && !skip(err) {
 				_ = s.oidx.TruncateTo(h.BaseOffset)
 				return err
@@ -305,13 +312,25 @@ func (s *Segment) syncSealedIndexesLocked() error {
 	return nil
 }
 
-func (s *Segment) appendFinalTimeEntryLocked() error {
-	off := s.maxTSOff.Load()
-	if off < 0 {
-		return nil
+// timeEntryDue reports whether the largest timestamp so far goes into the
+// time index: Kafka's TimeIndex.maybeAppend, which appends a timestamp
+// larger than the last entry's, or than -1 when there is none.
+func (s *Segment) timeEntryDue() bool {
+	if s.maxTSOff.Load() < 0 {
+		return false
 	}
 	last, ok := s.tidx.Last()
-	if ok && (s.maxTS.Load() <= last.Timestamp || off <= last.Offset) {
+	if !ok {
+		return s.maxTS.Load() > -1
+	}
+	return s.maxTS.Load() > last.Timestamp && s.maxTSOff.Load() > last.Offset
+}
+
+// appendFinalTimeEntryLocked adds the largest timestamp of the segment to
+// its time index when the segment becomes inactive, as Kafka does.
+func (s *Segment) appendFinalTimeEntryLocked() error {
+	off := s.maxTSOff.Load()
+	if !s.timeEntryDue() {
 		return nil
 	}
 	if err := s.tidx.Append(s.maxTS.Load(), off); err != nil && !errors.Is(err, index.ErrFull) && !vfs.IsNoSpace(err) {

@@ -53,27 +53,28 @@ func (l *Log) appendEncoded(b []byte, err error) (AppendResult, error) {
 		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 	}
 	// Just encoded: its checksum is right, only the limits are checked.
-	h, err := segment.ParseHeader(b, l.opts.Limits)
+	h, err := segment.CheckHeader(b, l.opts.Limits)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 	}
 	return l.append(b, h)
 }
 
-// AppendBatch appends a batch that a producer encoded (see
-// segment.AppendBatch). It validates the batch's header, limits and
-// checksum (and with Options.ValidateRecords every record); assigns offsets by
-// patching the batch's base offset in place (the caller's slice is
-// modified); and writes its bytes unchanged otherwise. It syncs as
-// Options.Sync says.
+// AppendBatch appends a Kafka RecordBatch v2 that a producer encoded (a
+// Kafka client, or segment.AppendBatch), as it came. It validates the
+// batch's header, limits and CRC (and with Options.ValidateRecords every
+// record); assigns offsets and the leader epoch by patching baseOffset and
+// partitionLeaderEpoch in place (the caller's slice is modified; neither
+// is covered by the CRC); and writes every other byte unchanged, except
+// in a LogAppendTime log (Options.TimestampType), which stamps
+// maxTimestamp and computes the CRC again. Kafka's batches are accepted
+// as Kafka accepts them: offset deltas need not be dense, and control and
+// transactional batches are stored like any other. A malformed batch is
+// an error wrapping ErrInvalidBatch and segment.ErrInvalid (with
+// segment.ErrTooLarge for one over the limits), never ErrCorrupt. It
+// syncs as Options.Sync says.
 func (l *Log) AppendBatch(batch []byte) (AppendResult, error) {
-	var h segment.Header
-	var err error
-	if l.opts.ValidateRecords {
-		h, err = segment.ValidateRecords(batch, l.opts.Limits)
-	} else {
-		h, err = segment.Verify(batch, l.opts.Limits)
-	}
+	h, err := segment.CheckBatch(batch, l.opts.Limits, l.opts.ValidateRecords)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 	}
@@ -97,7 +98,7 @@ func (l *Log) append(batch []byte, h segment.Header) (AppendResult, error) {
 		l.appending.Add(-1)
 		return res, l.syncAppended(res, gen)
 	case SyncEveryN:
-		l.sinceSync += int(h.RecordCount)
+		l.sinceSync += int(h.Offsets())
 		if l.sinceSync >= l.opts.SyncEveryRecords {
 			l.sinceSync = 0
 			l.writeMu.Unlock()
@@ -145,8 +146,8 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 		active = l.active()
 	}
 	base := l.end.Load()
-	if base > MaxOffset+1-int64(h.RecordCount) {
-		return AppendResult{}, fmt.Errorf("%w: %d records at offset %d would pass the largest offset %d", ErrOffsetOverflow, h.RecordCount, base, MaxOffset)
+	if base > MaxOffset+1-h.Offsets() {
+		return AppendResult{}, fmt.Errorf("%w: %d offsets at offset %d would pass the largest offset %d", ErrOffsetOverflow, h.Offsets(), base, MaxOffset)
 	}
 	if l.stampEpoch >= 0 && h.LeaderEpoch != l.stampEpoch {
 		segment.SetLeaderEpoch(batch, l.stampEpoch)
@@ -157,6 +158,9 @@ func (l *Log) appendLocked(batch []byte, h segment.Header) (AppendResult, error)
 	}
 	segment.SetBaseOffset(batch, base)
 	h.BaseOffset = base
+	if l.opts.TimestampType == segment.LogAppendTime {
+		h = segment.SetLogAppendTime(batch, h, l.opts.Now().UnixMilli())
+	}
 	_, err := active.Append(batch, h)
 	// Full, or sealed by a roll that failed half-way: roll (again).
 	if errors.Is(err, segment.ErrFull) || errors.Is(err, segment.ErrSealed) {

@@ -361,6 +361,7 @@ func (c *TopicConfig) fields() []topicConfigField {
 		{"sync.every.records", &c.SyncEveryRecords}, {"sync.interval", &c.SyncInterval},
 		{"compression", &c.Compression}, {"retention.age", &c.RetentionAge},
 		{"retention.bytes", &c.RetentionBytes}, {"retention.consumed", &c.RetentionConsumed},
+		{"message.timestamp.type", &c.TimestampType},
 	}
 }
 

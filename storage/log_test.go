@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"io"
 	"net"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/seglog/seglog/segment"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -245,7 +245,7 @@ func TestAppendBatchValidation(t *testing.T) {
 	// one record header byte changed, then the checksum recomputed by
 	// re-encoding the header fields through a patch-and-resum helper.
 	bad := bytes.Clone(good)
-	bad[segment.HeaderSize+1] = 7 // reserved record attributes
+	bad[segment.HeaderSize+3] = 2 // the record's offset delta: 1, past the batch's last offset delta (0)
 	fixChecksum(bad)
 	flipped := bytes.Clone(good)
 	flipped[len(flipped)-1] ^= 1
@@ -256,13 +256,16 @@ func TestAppendBatchValidation(t *testing.T) {
 		l := openLog(t, t.TempDir(), opts)
 		_, err = l.AppendBatch(bytes.Clone(flipped))
 		assert.ErrorIs(t, err, ErrInvalidBatch)
-		assert.ErrorIs(t, err, segment.ErrChecksum)
+		assert.ErrorIs(t, err, segment.ErrInvalid)
+		assert.NotErrorIs(t, err, segment.ErrCorrupt, "a client's bad CRC is its mistake, not the disk's")
 		_, err = l.AppendBatch([]byte("short"))
 		assert.ErrorIs(t, err, ErrInvalidBatch)
+		assert.NotErrorIs(t, err, segment.ErrCorrupt)
 		_, err = l.AppendBatch(bytes.Clone(bad))
 		if validate {
 			assert.ErrorIs(t, err, ErrInvalidBatch)
-			assert.ErrorIs(t, err, segment.ErrCorrupt)
+			assert.ErrorIs(t, err, segment.ErrInvalid)
+			assert.NotErrorIs(t, err, segment.ErrCorrupt)
 		} else {
 			require.NoError(t, err, "without ValidateRecords only header, limits and checksum are checked")
 			r := l.NewReader(0)
@@ -278,8 +281,7 @@ func TestAppendBatchValidation(t *testing.T) {
 
 // fixChecksum recomputes the checksum of a hand-edited batch.
 func fixChecksum(b []byte) {
-	sum := xxhash.Sum64(b[25:])
-	binary.BigEndian.PutUint64(b[17:], sum)
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
 }
 
 // A read-only log follows a log that another process (here another Log

@@ -92,8 +92,16 @@ type Options struct {
 	MaxIndexBytes int
 	// Limits bound the batches the log accepts and decodes.
 	Limits segment.Limits
-	// Compression is the codec Append uses to build batches.
+	// Compression is the codec Append uses to build batches: one of
+	// Kafka's (none, gzip, snappy, lz4, zstd).
 	Compression segment.Codec
+	// TimestampType is the topic's timestamp type, as Kafka's
+	// message.timestamp.type: CreateTime (the default) keeps the
+	// producer's timestamps; LogAppendTime makes every append stamp the
+	// batch's maxTimestamp with the log's clock (Now) and set its
+	// timestamp-type bit, computing its CRC again, so that every record
+	// reads with the time of its append.
+	TimestampType segment.TimestampType
 	// Sync is the durability policy (default SyncNever).
 	Sync SyncPolicy
 	// SyncEveryRecords is N for SyncEveryN (default 10000).
@@ -196,8 +204,11 @@ func (o Options) validate() error {
 	if o.MaxIndexBytes < index.TimeEntrySize*2 {
 		errs = append(errs, fmt.Errorf("MaxIndexBytes %d too small", o.MaxIndexBytes))
 	}
-	if o.Compression > segment.CodecS2 {
-		errs = append(errs, fmt.Errorf("unknown compression codec %d", o.Compression))
+	if o.Compression > segment.CodecZstd {
+		errs = append(errs, fmt.Errorf("compression codec %s is not one a v2 batch is written with", o.Compression))
+	}
+	if o.TimestampType > segment.LogAppendTime {
+		errs = append(errs, fmt.Errorf("unknown timestamp type %d", o.TimestampType))
 	}
 	if o.Sync < SyncNever || o.Sync > SyncAlways {
 		errs = append(errs, fmt.Errorf("unknown sync policy %d", o.Sync))

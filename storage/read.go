@@ -194,8 +194,16 @@ func (r *Reader) Next() bool {
 				r.err = fmt.Errorf("storage: %s: %w", r.l.dir, err)
 				return false
 			}
+			// Past the batch's last offset, which a compaction may have
+			// left without a record.
+			r.next = max(r.next, r.it.Header().NextOffset())
 		}
 		if r.batches.Next() {
+			if h := r.batches.Header(); h.IsControl() {
+				// Transaction markers: a record reader skips them.
+				r.next = max(r.next, h.NextOffset())
+				continue
+			}
 			b, _ := r.batches.Batch() // in the buffer: no error
 			if err := r.it.Reset(b, r.l.opts.Limits); err != nil {
 				r.err = fmt.Errorf("storage: %s: batch at offset %d: %w", r.l.dir, r.batches.Header().BaseOffset, err)
@@ -270,14 +278,26 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 // record's slices alias the returned buffer, which reuses buf's memory when
 // it is large enough; pass it back to the next call. Below StartOffset or
 // at or beyond EndOffset it returns ErrOffsetOutOfRange.
+//
+// Control records (transaction markers) are skipped as a Kafka consumer
+// skips them: at the offset of one, or of a record a compaction removed,
+// it returns the next data record; with none before the end of the log,
+// ErrOffsetOutOfRange.
 func (l *Log) ReadRecord(buf []byte, offset int64) (Record, []byte, error) {
-	var rec Record
-	err := l.inSegment(offset, math.MaxInt64, func(seg *segment.Segment, _ int64) (err error) {
-		rec, buf, err = seg.ReadRecord(buf, offset)
-		return err
-	})
-	if err == errCaughtUp {
-		return Record{}, buf, fmt.Errorf("%w: offset %d is the end of the log", ErrOffsetOutOfRange, offset)
+	for {
+		var rec Record
+		err := l.inSegment(offset, math.MaxInt64, func(seg *segment.Segment, _ int64) (err error) {
+			rec, buf, err = seg.ReadRecord(buf, offset)
+			return err
+		})
+		if err == errCaughtUp {
+			return Record{}, buf, fmt.Errorf("%w: offset %d is the end of the log", ErrOffsetOutOfRange, offset)
+		}
+		var none *segment.NoRecordError
+		if errors.As(err, &none) && none.Next > offset {
+			offset = none.Next
+			continue
+		}
+		return rec, buf, err
 	}
-	return rec, buf, err
 }

@@ -242,7 +242,7 @@ func TestTopicConfig(t *testing.T) {
 	err = s.CreateTopic("bad", 1, TopicConfig{Sync: "sometimes"})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	assert.NoDirExists(t, filepath.Join(root, "bad-0"))
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 200; i++ {
 		_, err := s.Produce("orders", Record{Key: []byte(fmt.Sprint(i)), Value: make([]byte, 100)})
 		require.NoError(t, err)
 	}

@@ -24,9 +24,15 @@ type TopicConfig struct {
 	Sync             string
 	SyncEveryRecords int           // Options.SyncEveryRecords
 	SyncInterval     time.Duration // Options.SyncInterval
-	// Compression is a codec name (none, gzip, snappy, zstd, s2) that
+	// Compression is a codec name (none, gzip, snappy, lz4, zstd) that
 	// Append and Store.Produce encode batches with; "" keeps the store's.
-	Compression       string
+	// "s2", which configs written before the v2 batch format may hold,
+	// is read as snappy: s2 is not a Kafka codec.
+	Compression string
+	// TimestampType is CreateTime or LogAppendTime (Kafka's
+	// message.timestamp.type, Options.TimestampType); "" keeps the
+	// store's.
+	TimestampType     string
 	RetentionAge      time.Duration // delete segments older than this; 0: no age limit
 	RetentionBytes    int64         // per partition; 0: no size limit
 	RetentionConsumed bool          // delete what every reading group has consumed
@@ -54,7 +60,12 @@ func (c TopicConfig) Validate() error {
 		}
 	}
 	if c.Compression != "" {
-		if _, err := segment.ParseCodec(c.Compression); err != nil {
+		if _, err := topicCodec(c.Compression); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.TimestampType != "" {
+		if _, err := ParseTimestampType(c.TimestampType); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -85,10 +96,32 @@ func (c TopicConfig) apply(opts Options) Options {
 	if c.SyncInterval > 0 {
 		opts.SyncInterval = c.SyncInterval
 	}
-	if codec, err := segment.ParseCodec(c.Compression); err == nil && c.Compression != "" {
+	if codec, err := topicCodec(c.Compression); err == nil && c.Compression != "" {
 		opts.Compression = codec
 	}
+	if t, err := ParseTimestampType(c.TimestampType); err == nil && c.TimestampType != "" {
+		opts.TimestampType = t
+	}
 	return opts
+}
+
+// topicCodec parses a topic's codec name: segment.ParseCodec, and "s2"
+// (a codec of the version-1 batch format) as snappy.
+func topicCodec(name string) (segment.Codec, error) {
+	if name == segment.CodecS2.String() {
+		return segment.CodecSnappy, nil
+	}
+	return segment.ParseCodec(name)
+}
+
+// ParseTimestampType parses CreateTime or LogAppendTime.
+func ParseTimestampType(name string) (segment.TimestampType, error) {
+	for _, t := range []segment.TimestampType{segment.CreateTime, segment.LogAppendTime} {
+		if t.String() == name {
+			return t, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown timestamp type %q (want CreateTime or LogAppendTime)", name)
 }
 
 // readTopicConfig reads a partition directory's topic config; a directory

@@ -12,11 +12,6 @@ import (
 	"github.com/seglog/seglog/broker/brokerbench"
 )
 
-// benchGroups are the suite's groups and those defined beside it.
-func benchGroups() []string {
-	return append(append([]string{}, bench.Groups...), brokerbench.Group().Name)
-}
-
 const benchDesc = `
 Measure seglog on this machine's disk, each figure beside what a plain
 file does with the same work in the same run ("vs base": 100% is as fast
@@ -53,7 +48,7 @@ func benchCommand(e *env) *cobra.Command {
 	cmd := command(e, "bench [WORKLOAD...] [flags]", "measure the storage engine on this disk", strings.Replace(benchDesc, "%s", strings.Join(benchGroups(), ", "), 1), benchExample,
 		func(cl *cli, pos []string) int {
 			c.Workloads = append(append([]string{}, workloads...), pos...)
-			c.Extra = []bench.ExtraGroup{brokerbench.Group()}
+			c.Extra = []bench.ExtraGroup{brokerbench.Group(), kestrelBenchGroup()}
 			ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt)
 			defer stop()
 			err := bench.RunCommand(ctx, c, o, e.stdout, e.stderr)
@@ -81,4 +76,10 @@ func benchCommand(e *env) *cobra.Command {
 	cmd.ValidArgs = append(benchGroups(), "e2e", "random")
 	completeValues(cmd, "workloads", benchGroups())
 	return cmd
+}
+
+// benchGroups are the workload groups of seglog bench: the bench
+// package's and the protocol servers'.
+func benchGroups() []string {
+	return append(append([]string{}, bench.Groups...), brokerbench.Group().Name, kestrelBenchGroup().Name)
 }

@@ -38,3 +38,29 @@ func TestBenchWorkloadsFlag(t *testing.T) {
 		assert.Contains(t, r.stdout, want)
 	}
 }
+
+// TestBenchKestrelWorkload runs the kestrel group briefly: both results
+// count operations and latencies over loopback, each beside its
+// in-process queue baseline.
+func TestBenchKestrelWorkload(t *testing.T) {
+	r := seglog(t, "", "bench", "kestrel", "--dir", t.TempDir(), "--duration", "50ms", "--producers", "2", "--json", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep bench.Report
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.Len(t, rep.Results, 2)
+	for i, name := range []string{"kestrel-set", "kestrel-get-reliable"} {
+		res := rep.Results[i]
+		assert.Equal(t, name, res.Name)
+		assert.Equal(t, "kestrel", res.Workload)
+		assert.Greater(t, res.Records, int64(0), name)
+		require.NotNil(t, res.Latency, name)
+		assert.Equal(t, res.Records, res.Latency.Count, name)
+		require.NotNil(t, res.Baseline, name)
+		assert.Contains(t, res.Baseline.Name, "in-process queue", name)
+		assert.Greater(t, res.Baseline.Ops, int64(0), name)
+		assert.Greater(t, res.Baseline.Ratio, 0.0, name)
+	}
+	r = seglog(t, "", "bench", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "kestrel")
+}

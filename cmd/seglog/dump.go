@@ -21,12 +21,17 @@ const dumpDesc = `
 Print what is in segment files, read-only: the FILEs named, or with --dir
 every .log of a partition directory (--dir DATA/orders-0), or of a topic's
 partitions (--dir DATA --topic orders [--partition 0]), in offset order.
-  .log        one line per batch: base and last offset, position, size,
-              record count, codec, timestamps (ms since the epoch),
-              producer fields, leader epoch, checksum and whether it is valid;
-              --records adds one line per record (offset, timestamp, key,
-              value, headers), keys and values Go-quoted so that binary
-              bytes are escaped, cut at --max-value-bytes.
+  .log        what kafka-dump-log.sh --print-data-log prints: one line per
+              batch (base and last offset, count, producer fields, leader
+              epoch, transactional, control, position, timestamp type and
+              max timestamp, size, magic, codec, CRC and whether it is
+              valid); --records adds one line per record (offset,
+              timestamp, key and value sizes, sequence, header keys, then
+              a control record's marker, or key and payload). Keys and
+              payloads print as text when they are printable UTF-8, else
+              Go-quoted so that binary bytes are escaped; --max-value-bytes
+              cuts them. Batches of seglog's version-1 format print the same
+              way, with magic 1 (their checksum is an xxhash64).
   .index      one line per offset-index entry (offset, file position)
   .timeindex  one line per time-index entry (timestamp, offset)
 Unused (all-zero) entries of a preallocated active index are counted, not
@@ -242,22 +247,82 @@ func (d *dumper) file(path string) {
 }
 
 type batchJSON struct {
-	Type          string `json:"type"`
-	File          string `json:"file"`
-	BaseOffset    int64  `json:"base_offset"`
-	LastOffset    int64  `json:"last_offset"`
-	Count         int32  `json:"count"`
-	Position      int64  `json:"position"`
-	Size          int    `json:"size"`
-	Codec         string `json:"codec"`
-	BaseTimestamp int64  `json:"base_timestamp"`
-	MaxTimestamp  int64  `json:"max_timestamp"`
-	ProducerID    int64  `json:"producer_id"`
-	ProducerEpoch int16  `json:"producer_epoch"`
-	BaseSequence  int32  `json:"base_sequence"`
-	LeaderEpoch   int32  `json:"leader_epoch"`
-	Checksum      string `json:"checksum"`
-	Valid         bool   `json:"valid"`
+	Type            string `json:"type"`
+	File            string `json:"file"`
+	BaseOffset      int64  `json:"base_offset"`
+	LastOffset      int64  `json:"last_offset"`
+	Count           int32  `json:"count"`
+	Position        int64  `json:"position"`
+	Size            int    `json:"size"`
+	Magic           uint8  `json:"magic"`
+	Codec           string `json:"codec"`
+	TimestampType   string `json:"timestamp_type"`
+	BaseTimestamp   int64  `json:"base_timestamp"`
+	MaxTimestamp    int64  `json:"max_timestamp"`
+	ProducerID      int64  `json:"producer_id"`
+	ProducerEpoch   int16  `json:"producer_epoch"`
+	BaseSequence    int32  `json:"base_sequence"`
+	LastSequence    int32  `json:"last_sequence"`
+	LeaderEpoch     int32  `json:"leader_epoch"`
+	IsTransactional bool   `json:"is_transactional"`
+	IsControl       bool   `json:"is_control"`
+	Checksum        string `json:"checksum"`
+	Valid           bool   `json:"valid"`
+}
+
+// kafkaBatchLine is the line kafka-dump-log.sh prints for a v2 batch at
+// pos (DumpLogSegments' batch level).
+func kafkaBatchLine(h segment.Header, pos int64, valid bool) string {
+	horizon := "OptionalLong.empty"
+	if h.HasDeleteHorizon() {
+		horizon = fmt.Sprintf("OptionalLong[%d]", h.BaseTimestamp)
+	}
+	return fmt.Sprintf("baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t deleteHorizonMs: %s position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t",
+		h.BaseOffset, h.LastOffset(), h.RecordCount, h.BaseSequence, h.KafkaLastSequence(), h.ProducerID, h.ProducerEpoch,
+		h.LeaderEpoch, h.IsTransactional(), h.IsControl(), horizon, pos, h.TimestampType(), h.MaxTimestamp, h.Size(),
+		h.Version, h.Codec(), h.Checksum, valid)
+}
+
+// kafkaRecordLine is the line kafka-dump-log.sh --print-data-log prints
+// for record r of the batch h; keys and payloads are cut at maxValue.
+func kafkaRecordLine(h segment.Header, r *segment.Record, maxValue int) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [", r.Offset, h.TimestampType(), r.Timestamp,
+		nullableLen(r.Key), nullableLen(r.Value), h.SequenceOf(r.Offset))
+	for i, hd := range r.Headers {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(textBytes(hd.Key, maxValue))
+	}
+	sb.WriteByte(']')
+	if h.IsControl() {
+		c, err := segment.ParseControlRecord(r)
+		switch {
+		case err != nil:
+			fmt.Fprintf(&sb, " controlType: %v", err)
+		case c.IsTxnMarker():
+			fmt.Fprintf(&sb, " endTxnMarker: %s coordinatorEpoch: %d", c.Type, c.CoordinatorEpoch)
+		default:
+			fmt.Fprintf(&sb, " controlType: %s(%d)", c.Type, int16(c.Type))
+		}
+		return sb.String()
+	}
+	if r.Key != nil {
+		sb.WriteString(" key: " + textBytes(r.Key, maxValue))
+	}
+	if r.Value != nil {
+		sb.WriteString(" payload: " + textBytes(r.Value, maxValue))
+	}
+	return sb.String()
+}
+
+// nullableLen is Kafka's size of a nullable field: -1 for null.
+func nullableLen(b []byte) int {
+	if b == nil {
+		return -1
+	}
+	return len(b)
 }
 
 // log dumps the .log that s walks and returns where the walk ended. It
@@ -267,6 +332,9 @@ func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) int
 	path := s.path
 	if !d.o.json {
 		fmt.Fprintf(d.w, "Dumping %s\n", path)
+		if b, ok := segmentBase(path); ok {
+			fmt.Fprintf(d.w, "Log starting offset: %d\n", b)
+		}
 	}
 	var it segment.RecordIter
 	next, haveNext := base, named
@@ -275,14 +343,13 @@ func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) int
 		valid := s.VerifyErr == nil
 		if d.o.json {
 			_ = writeJSONLine(d.w, batchJSON{Type: "batch", File: path, BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(),
-				Count: h.RecordCount, Position: pos, Size: h.Size(), Codec: h.Codec().String(),
-				BaseTimestamp: h.BaseTimestamp, MaxTimestamp: h.MaxTimestamp, ProducerID: h.ProducerID,
-				ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence, LeaderEpoch: h.LeaderEpoch,
-				Checksum: fmt.Sprintf("%#016x", h.Checksum), Valid: valid})
+				Count: h.RecordCount, Position: pos, Size: h.Size(), Magic: h.Version, Codec: h.Codec().String(),
+				TimestampType: h.TimestampType().String(), BaseTimestamp: h.BaseTimestamp, MaxTimestamp: h.MaxTimestamp,
+				ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
+				LastSequence: h.KafkaLastSequence(), LeaderEpoch: h.LeaderEpoch, IsTransactional: h.IsTransactional(),
+				IsControl: h.IsControl(), Checksum: fmt.Sprintf("%#x", h.Checksum), Valid: valid})
 		} else {
-			fmt.Fprintf(d.w, "baseOffset: %d lastOffset: %d count: %d position: %d size: %d codec: %s baseTimestamp: %d maxTimestamp: %d producerId: %d producerEpoch: %d baseSequence: %d leaderEpoch: %d checksum: %#016x valid: %t\n",
-				h.BaseOffset, h.LastOffset(), h.RecordCount, pos, h.Size(), h.Codec(), h.BaseTimestamp, h.MaxTimestamp,
-				h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LeaderEpoch, h.Checksum, valid)
+			fmt.Fprintln(d.w, kafkaBatchLine(h, pos, valid))
 		}
 		if !valid {
 			d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch at offset %d: %v%s", path, pos, h.BaseOffset, s.VerifyErr, s.held()))
@@ -292,7 +359,7 @@ func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) int
 		}
 		next, haveNext = h.NextOffset(), true
 		if chk != nil {
-			chk.Batch(pos, h.BaseOffset, h.MaxTimestamp)
+			chk.Batch(pos, h.IndexOffset(), h.MaxTimestamp)
 		}
 		if d.o.records && valid {
 			d.records(&it, s.Batch, path, pos)
@@ -337,8 +404,7 @@ func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos 
 			_ = writeJSONLine(d.w, rj)
 			continue
 		}
-		fmt.Fprintf(d.w, "| offset: %d timestamp: %d key: %s value: %s headers: %s\n", r.Offset, r.Timestamp,
-			quoteBytes(r.Key, d.o.maxValue), quoteBytes(r.Value, d.o.maxValue), quoteHeaders(r.Headers, d.o.maxValue))
+		fmt.Fprintln(d.w, kafkaRecordLine(it.Header(), r, d.o.maxValue))
 	}
 	if err := it.Err(); err != nil {
 		d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch at offset %d: %v", path, pos, it.Header().BaseOffset, err))
@@ -405,7 +471,7 @@ func (d *dumper) verifyIndexOf(path string) {
 	chk := loadIndexChecker(logPath, base, size)
 	s := newBatchWalk(f, size, logPath)
 	for s.Next() {
-		chk.Batch(s.Pos, s.Header.BaseOffset, s.Header.MaxTimestamp)
+		chk.Batch(s.Pos, s.Header.IndexOffset(), s.Header.MaxTimestamp)
 	}
 	if err := s.Err(); err != nil {
 		chk.Problemf("%v (the log is damaged: entries after byte %d cannot be checked)", err, s.End())

@@ -293,7 +293,7 @@ func (d *dumper) liveIndexCheck(f *os.File, path string, base, verifyFrom int64,
 				}
 				break
 			}
-			chk.Batch(w.Pos, w.Header.BaseOffset, w.Header.MaxTimestamp)
+			chk.Batch(w.Pos, w.Header.IndexOffset(), w.Header.MaxTimestamp)
 		}
 		if err := w.Err(); err != nil && !appending {
 			chk.Problemf("%v (the log is damaged: entries after byte %d cannot be checked)", err, w.End())

@@ -149,10 +149,10 @@ func TestDumpBesideWriter(t *testing.T) {
 	}{
 		{name: "past the end, completes", completes: true, batches: 4, wantStderr: []string{"a writer was appending"}},
 		{name: "into zeros, completes", prealloc: true, completes: true, batches: 4, wantStderr: []string{"a writer was appending"}},
-		{name: "past the end, stays torn", problems: true, batches: 3, wantStderr: []string{"runs past the end of the file (70266) (a writer holds the partition: dump read the end of the file again 3 times, 20ms apart;"}},
+		{name: "past the end, stays torn", problems: true, batches: 3, wantStderr: []string{"runs past the end of the file (70252) (a writer holds the partition: dump read the end of the file again 3 times, 20ms apart;"}},
 		{name: "into zeros, stays torn", prealloc: true, problems: true, batches: 4, wantStderr: []string{"checksum mismatch", "(a writer holds the partition: dump read the end of the file again 3 times, 20ms apart;"}},
 		{name: "garbage past the batch in flight", prealloc: true, completes: true, garbageAt: 1000, problems: true, batches: 4, wantStderr: []string{"unknown version", "a writer holds the partition"}},
-		{name: "nobody holds it", completes: true, unheld: true, problems: true, batches: 3, wantStderr: []string{"runs past the end of the file (70266)\n"}},
+		{name: "nobody holds it", completes: true, unheld: true, problems: true, batches: 3, wantStderr: []string{"runs past the end of the file (70252)\n"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,7 +36,7 @@ func goldenSegment(t testing.TB) string {
 	require.NoError(t, err)
 	_, err = l.Append(storage.Record{Timestamp: next(), Key: []byte("long"), Value: bytes.Repeat([]byte("0123456789"), 10)})
 	require.NoError(t, err)
-	for i, codec := range []segment.Codec{segment.CodecGzip, segment.CodecSnappy, segment.CodecZstd, segment.CodecS2} {
+	for i, codec := range []segment.Codec{segment.CodecGzip, segment.CodecSnappy, segment.CodecLZ4, segment.CodecZstd} {
 		recs := make([]segment.Record, 3)
 		for j := range recs {
 			recs[j] = segment.Record{Timestamp: next(), Key: []byte(codec.String()), Value: []byte(strings.Repeat("v", 10*(j+1)))}
@@ -113,7 +113,7 @@ func TestDumpDamagedFile(t *testing.T) {
 		assert.Equal(t, 1, r.code)
 		assert.Equal(t, 2, strings.Count(r.stdout, "\n"), "one batch, then the error line")
 		assert.Contains(t, r.stdout, `"type":"error"`)
-		assert.Contains(t, r.stderr, p+" at byte "+itoa(first.Size())+": seglog: corrupt data: unknown version 9")
+		assert.Contains(t, r.stderr, p+" at byte "+itoa(first.Size())+": seglog: corrupt data: unknown version (magic) 9")
 	})
 	t.Run("index pointing inside a batch", func(t *testing.T) {
 		d := filepath.Join(t.TempDir(), "x-0")

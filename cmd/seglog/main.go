@@ -1,8 +1,9 @@
 // Command seglog is the operator's tool for a seglog data directory: list
 // and describe topics, dump and verify segment files, produce and consume
 // records, show and reset consumer-group offsets, run retention once,
-// manage topics and their configuration, work Kestrel-style queues, and
-// benchmark the engine on this disk.
+// manage topics and their configuration, work Kestrel-style queues, serve
+// them over Kestrel's memcache protocol (serve), and benchmark the engine
+// on this disk.
 //
 // One front end (github.com/spf13/cobra) defines every command and flag,
 // prints the help, and generates shell completion (seglog completion bash).
@@ -168,7 +169,7 @@ func newRoot(e *env) *cobra.Command {
 		{"data", produceCommand(e)},
 		{"data", consumeCommand(e)},
 		{"data", queueCommand(e)},
-		{"data", serveKafkaCommand(e)},
+		{"data", serveCommand(e)},
 		{"admin", topicsCommand(e)},
 		{"admin", describeCommand(e)},
 		{"admin", offsetsCommand(e)},

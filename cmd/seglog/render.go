@@ -7,37 +7,25 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/seglog/seglog/segment"
 )
 
-// quoteBytes renders bytes for a text line: Go-quoted (binary and control
-// bytes escaped, so a line never breaks), "null" for nil, and cut to max
-// bytes (0: no limit) with the full length said.
-func quoteBytes(b []byte, max int) string {
-	if b == nil {
-		return "null"
-	}
+// textBytes prints b as text when it is printable UTF-8 (what Kafka's
+// dump tool prints, as a string), else Go-quoted so that binary bytes and
+// line breaks are escaped; it cuts b at max bytes (0: no cut), saying so.
+func textBytes(b []byte, max int) string {
+	cut := ""
 	if max > 0 && len(b) > max {
-		return strconv.Quote(string(b[:max])) + fmt.Sprintf("...(%d bytes)", len(b))
+		b, cut = b[:max], fmt.Sprintf("...(%d bytes)", len(b))
 	}
-	return strconv.Quote(string(b))
-}
-
-func quoteHeaders(hs []segment.RecordHeader, max int) string {
-	var sb strings.Builder
-	sb.WriteByte('[')
-	for i, h := range hs {
-		if i > 0 {
-			sb.WriteByte(' ')
-		}
-		sb.WriteString(quoteBytes(h.Key, max))
-		sb.WriteByte('=')
-		sb.WriteString(quoteBytes(h.Value, max))
+	s := string(b)
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		s = strconv.Quote(s)
 	}
-	sb.WriteByte(']')
-	return sb.String()
+	return s + cut
 }
 
 // jsonBytes encodes bytes as a JSON string when they are valid UTF-8 and

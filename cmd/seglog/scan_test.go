@@ -45,7 +45,7 @@ func largeBatchLog(t *testing.T, dir string, codec segment.Codec, sizes []int) i
 // 15: a batch over 64 KiB was reported as "unknown version 0").
 func TestLargeBatches(t *testing.T) {
 	sizes := []int{100 << 10, 2 << 20, 1 << 20, 100 << 10, 2<<20 + 512<<10}
-	for _, codec := range []segment.Codec{segment.CodecNone, segment.CodecGzip, segment.CodecSnappy, segment.CodecZstd, segment.CodecS2} {
+	for _, codec := range []segment.Codec{segment.CodecNone, segment.CodecGzip, segment.CodecSnappy, segment.CodecLZ4, segment.CodecZstd} {
 		t.Run(codec.String(), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "big-0")
 			nrec := largeBatchLog(t, dir, codec, sizes)

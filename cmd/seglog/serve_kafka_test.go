@@ -156,7 +156,7 @@ func TestServeBinaryStopsCleanlyOnSIGTERM(t *testing.T) {
 		log.WriteString(l + "\n")
 	}
 	require.NoError(t, cmd.Wait(), log.String())
-	assert.Contains(t, log.String(), "shutting down")
+	assert.Contains(t, log.String(), "stopped")
 	noStackTrace(t, log.String())
 	// The store was closed cleanly: the partition it opened has its
 	// clean-shutdown marker.

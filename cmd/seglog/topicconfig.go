@@ -18,7 +18,7 @@ import (
 var syncNames = []string{storage.SyncNever.String(), storage.SyncEveryN.String(), storage.SyncInterval.String(), storage.SyncAlways.String()}
 
 // codecNames are segment.ParseCodec's names: the values of --compression.
-var codecNames = []string{"none", "gzip", "snappy", "zstd", "s2"}
+var codecNames = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 
 // parseSync parses a --sync value with storage.ParseSyncPolicy.
 func parseSync(s string) (storage.SyncPolicy, error) {

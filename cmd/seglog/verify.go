@@ -350,7 +350,7 @@ func (v *verifier) segment(path string, base int64, last, clean, live, haveRP bo
 		if h.BaseOffset != next {
 			v.errorf("%s at byte %d: batch base offset %d, expected %d (offsets must follow on)", path, s.Pos, h.BaseOffset, next)
 		}
-		chk.Batch(s.Pos, h.BaseOffset, h.MaxTimestamp)
+		chk.Batch(s.Pos, h.IndexOffset(), h.MaxTimestamp)
 		next = h.NextOffset()
 		st.batches++
 		st.records += int64(h.RecordCount)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,7 +76,7 @@ func TestHostileTopicNames(t *testing.T) {
 func patchBatch(b, records []byte) []byte {
 	out := append(slices.Clone(b[:segment.HeaderSize]), records...)
 	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
-	binary.BigEndian.PutUint64(out[17:], xxhash.Sum64(out[25:]))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return out
 }
 
@@ -110,8 +111,8 @@ func TestHostileBatches(t *testing.T) {
 	huge := slices.Clone(good)
 	binary.BigEndian.PutUint32(huge[8:], 0x7fff_fff0) // claims 2 GiB
 	manyRecords := slices.Clone(good)
-	binary.BigEndian.PutUint32(manyRecords[61:], 0x7fff_ffff)
-	binary.BigEndian.PutUint32(manyRecords[27:], 0x7fff_fffe)
+	binary.BigEndian.PutUint32(manyRecords[57:], 0x7fff_ffff) // recordsCount
+	binary.BigEndian.PutUint32(manyRecords[23:], 0x7fff_fffe) // lastOffsetDelta
 	negative := slices.Clone(good)
 	binary.BigEndian.PutUint32(negative[8:], 0xffff_fff0)
 

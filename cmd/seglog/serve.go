@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/seglog/seglog/metrics"
+	"github.com/seglog/seglog/offsets"
+	"github.com/seglog/seglog/storage"
+)
+
+const serveDesc = `
+Serve a data directory over the network: each protocol is a listener of
+its own, enabled by its flag, all over the one data directory opened
+(and created) here. Without a listener flag it serves Kafka on
+127.0.0.1:9092.
+
+  --listen ADDR      Kafka's protocol: a one-node broker (node 0, leader of
+                     every partition) for any Kafka client (Java,
+                     librdkafka and kcat, franz-go, ...); default address
+                     127.0.0.1:9092
+  --kestrel[=ADDR]   Kestrel's memcache text protocol over queues (default
+                     address 127.0.0.1:22133; give an address with "=")
+
+Kafka: records are stored as the clients encoded them and fetched back
+from the segment files with sendfile; consumer groups split partitions
+(Kafka's classic group protocol) and commit into the data directory's
+offset store ('seglog offsets' shows them); idempotent producers are
+checked by each partition's producer state. Topics are created on first
+use (--auto-create-topics) or with CreateTopics, with Kafka's topic
+configs (retention.ms, retention.bytes, segment.bytes, segment.ms,
+flush.messages, flush.ms, compression.type, message.timestamp.type,
+cleanup.policy=delete) and seglog.sync, seglog.retention.consumed.
+Transactions are refused (TRANSACTIONAL_ID_AUTHORIZATION_FAILED). The
+retention cleaner runs every --retention-interval with each topic's
+retention configs; --metrics serves Prometheus metrics (the store's, the
+offset store's, the cleaner's, requests and latency per Kafka API).
+
+--sync is the fsync policy of the logs (the queues' items, and the Kafka
+topics without a sync config of their own): with always (the default) a
+set answered STORED is on disk, and so are the records of a produce
+answered with acks=1 or acks=-1. Consumer positions (a queue's confirmed
+reads, a group's commits) are always fsynced.
+
+SIGINT or SIGTERM stops accepting, lets each connection finish the
+request it is executing, closes the connections and the data directory
+cleanly, and exits 0.`
+
+const serveExample = `
+seglog serve --dir /var/lib/seglog
+seglog serve --dir /var/lib/seglog --listen 0.0.0.0:9092 --advertise kafka.example:9092 --metrics 127.0.0.1:9100
+seglog serve --dir /var/lib/seglog --kestrel
+seglog serve --dir /var/lib/seglog --kestrel=0.0.0.0:22133 --sync interval`
+
+// server is one protocol's listener, started by seglog serve over the
+// opened data directory: Serve until its context ends (or it stops on
+// its own), and then it is closed (everything it started has stopped)
+// when Serve returns; Close stops one that never served.
+type server interface {
+	Serve(ctx context.Context) error
+	Close() error
+}
+
+// served is what the listeners share: the data directory, opened once.
+type served struct {
+	dir   string
+	store *storage.Store
+	ost   *offsets.Store
+	log   *slog.Logger
+	fsync *metrics.FsyncHistogram // the store's fsync latencies, for --metrics
+}
+
+// listenerFlags is one protocol of seglog serve: its flags, whether they
+// enable it, and how it starts over the data directory. A listener that
+// fails to start reports why in its error.
+type listenerFlags interface {
+	addFlags(f *pflag.FlagSet)
+	enabled() bool
+	check() error                            // the flags' values, before anything is opened: a usage error
+	start(d *served) (server, string, error) // the server and the address it listens on
+}
+
+type serveFlags struct {
+	dir      string
+	syncName string
+	kafka    *kafkaFlags // the default listener
+	// listeners are the protocols, in the order they start.
+	listeners []listenerFlags
+}
+
+func serveCommand(e *env) *cobra.Command {
+	kafka := &kafkaFlags{}
+	o := &serveFlags{kafka: kafka, listeners: []listenerFlags{kafka, &kestrelFlags{}}}
+	cmd := command(e, "serve", "serve the data directory over the network (Kafka's protocol, Kestrel's memcache protocol)", serveDesc, serveExample,
+		func(c *cli, pos []string) int { return o.run(c, pos) })
+	f := cmd.Flags()
+	f.StringVar(&o.dir, "dir", "", "the data directory (created if missing)")
+	f.StringVar(&o.syncName, "sync", storage.SyncAlways.String(), "fsync policy of the logs: never, every-n, interval, always (a reply follows the fsync)")
+	for _, l := range o.listeners {
+		l.addFlags(f)
+	}
+	_ = cmd.MarkFlagDirname("dir")
+	completeValues(cmd, "sync", syncNames)
+	return cmd
+}
+
+func (o *serveFlags) run(c *cli, pos []string) int {
+	if len(pos) > 0 {
+		return c.usageErr("unexpected argument %q (a listener's address goes after \"=\": --kestrel=ADDR)", pos[0])
+	}
+	if o.dir == "" {
+		return c.usageErr("--dir is required")
+	}
+	var on []listenerFlags
+	for _, l := range o.listeners {
+		if l.enabled() {
+			on = append(on, l)
+		}
+	}
+	if len(on) == 0 && o.kafka.byDefault() {
+		on = append(on, o.kafka) // Kafka is the default protocol
+	}
+	if len(on) == 0 {
+		return c.usageErr("no listener: give --listen or --kestrel")
+	}
+	for _, l := range on {
+		if err := l.check(); err != nil {
+			return c.usageErr("%v", err)
+		}
+	}
+	policy, err := parseSync(o.syncName)
+	if err != nil {
+		return c.usageErr("%v", err)
+	}
+	fsync := metrics.NewFsyncHistogram(nil)
+	store, code := openStore(c, o.dir, true, storage.StoreOptions{Log: storage.Options{FS: c.e.fs, Sync: policy, OnFsync: fsync.Observe}})
+	if store == nil {
+		return code
+	}
+	ost, err := openOffsets(o.dir)
+	if err != nil {
+		_ = store.Close()
+		return c.fail("%v", err)
+	}
+	d := &served{dir: o.dir, store: store, ost: ost, log: slog.New(slog.NewTextHandler(c.e.stderr, nil)), fsync: fsync}
+	code = serveAll(c, d, on)
+	if err := errors.Join(ost.Close(), store.Close()); err != nil {
+		return c.fail("closing %s: %v", o.dir, err)
+	}
+	return code
+}
+
+// serveAll starts the listeners and serves until SIGINT, SIGTERM, the
+// command's context, or one listener stopping; then it stops them all.
+func serveAll(c *cli, d *served, on []listenerFlags) int {
+	ctx, stop := signal.NotifyContext(c.e.ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var servers []server
+	closeAll := func() error {
+		var errs []error
+		for _, s := range servers {
+			errs = append(errs, s.Close())
+		}
+		return errors.Join(errs...)
+	}
+	for _, l := range on {
+		s, addr, err := l.start(d)
+		if err != nil {
+			_ = closeAll()
+			return c.fail("%v", err)
+		}
+		servers = append(servers, s)
+		fmt.Fprintf(c.e.stderr, "%s: listening on %s\n", c.name, addr)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() {
+			errs[i] = s.Serve(ctx)
+			cancel() // one stopping (a shutdown command) stops them all
+		})
+	}
+	wg.Wait() // each Serve closed its server before returning
+	if err := errors.Join(errs...); err != nil {
+		return c.fail("%v", err)
+	}
+	fmt.Fprintf(c.e.stderr, "%s: stopped\n", c.name)
+	return exitOK
+}

@@ -1,0 +1,187 @@
+package kestrel
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/seglog/seglog/queue"
+)
+
+// stopGrace is how long a stopping connection may still take to write
+// the reply of the request it was executing: a client that does not read
+// cannot hold Close up longer.
+const stopGrace = 5 * time.Second
+
+// swallowFactor times MaxItemSize is the largest refused value whose
+// bytes a connection reads and drops to go on.
+const swallowFactor = 64
+
+// conn is one client connection: its reads, its replies in the order of
+// its requests, and its open reads.
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	dec *Decoder
+	w   *bufio.Writer
+	// open holds the connection's open reads per queue, oldest first:
+	// close confirms and abort hands back the oldest. Only the
+	// connection's goroutine touches it.
+	open map[string][]openRead
+
+	// mu guards stopping and the read deadline against Close.
+	mu       sync.Mutex
+	stopping bool
+}
+
+// openRead is an item handed out to this connection under a lease.
+type openRead struct {
+	q     *queue.Queue
+	lease queue.LeaseID
+}
+
+func (s *Server) newConn(nc net.Conn) *conn {
+	return &conn{
+		s: s, nc: nc,
+		dec:  NewDecoder(nc, s.opts.MaxItemSize, int64(s.opts.MaxItemSize)*swallowFactor),
+		w:    bufio.NewWriterSize(nc, 16<<10),
+		open: make(map[string][]openRead),
+	}
+}
+
+// stop makes the connection end after the request it is executing: a
+// read waiting for the next request returns at once.
+func (c *conn) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopping = true
+	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	_ = c.nc.SetWriteDeadline(time.Now().Add(stopGrace))
+}
+
+// flush writes the buffered replies. With an idle timeout, a client that
+// does not read them for that long is dropped; a stopping connection
+// keeps the deadline stop set.
+func (c *conn) flush() error {
+	if c.w.Buffered() == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	if t := c.s.opts.IdleTimeout; t > 0 && !c.stopping {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(t))
+	}
+	c.mu.Unlock()
+	return c.w.Flush()
+}
+
+// armRead sets the read deadline for the next request; false when the
+// connection is stopping.
+func (c *conn) armRead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopping {
+		return false
+	}
+	var d time.Time
+	if t := c.s.opts.IdleTimeout; t > 0 {
+		d = time.Now().Add(t)
+	}
+	_ = c.nc.SetReadDeadline(d)
+	return true
+}
+
+// serve reads and executes requests in order until the client leaves,
+// fails, idles out or asks to quit, or the server stops; then it aborts
+// the connection's open reads and closes it.
+func (c *conn) serve() {
+	s := c.s
+	s.counters.connections.Add(1)
+	s.counters.current.Add(1)
+	remote := c.nc.RemoteAddr().String()
+	s.log.Debug("kestrel: connection", "remote", remote)
+	defer func() {
+		n := c.abortAll()
+		s.counters.current.Add(-1)
+		_ = c.nc.Close()
+		s.log.Debug("kestrel: connection closed", "remote", remote, "aborted_open_reads", n)
+	}()
+	for {
+		if !c.dec.Buffered() {
+			// Pipelined requests are answered together: the replies go
+			// out when no request is waiting in the buffer.
+			if err := c.flush(); err != nil {
+				return
+			}
+		}
+		if !c.armRead() {
+			return
+		}
+		req, err := c.dec.Decode()
+		if err != nil {
+			var pe *ProtocolError
+			if errors.As(err, &pe) {
+				c.reply(pe.Reply)
+				if pe.Fatal {
+					_ = c.flush()
+					return
+				}
+				continue
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) && !c.isStopping() {
+				s.log.Debug("kestrel: idle connection closed", "remote", remote, "idle_timeout", s.opts.IdleTimeout)
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !c.isStopping() {
+				s.log.Debug("kestrel: connection read", "remote", remote, "err", err)
+			}
+			return
+		}
+		if !c.handle(req) {
+			_ = c.flush()
+			return
+		}
+		if c.isStopping() {
+			_ = c.flush()
+			return
+		}
+	}
+}
+
+func (c *conn) isStopping() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopping
+}
+
+// reply writes one line and "\r\n". A write error shows at the next
+// flush, which ends the connection.
+func (c *conn) reply(line string) {
+	_, _ = c.w.WriteString(line)
+	_, _ = c.w.WriteString("\r\n")
+}
+
+// abortAll hands back every open read of the connection and returns how
+// many there were.
+func (c *conn) abortAll() int {
+	n := 0
+	for name, reads := range c.open {
+		for _, r := range reads {
+			if err := r.q.Abort(r.lease); err != nil && !gone(err) {
+				c.s.log.Warn("kestrel: abort of a dropped connection's open read", "queue", name, "err", err)
+			}
+			n++
+		}
+		delete(c.open, name)
+	}
+	c.s.counters.openDropped.Add(uint64(n))
+	return n
+}
+
+// gone reports an error of a lease or queue that no longer exists (the
+// queue was flushed, deleted, or the server is closing): nothing is left
+// to confirm or abort.
+func gone(err error) bool {
+	return errors.Is(err, queue.ErrUnknownLease) || errors.Is(err, queue.ErrClosed) || errors.Is(err, queue.ErrLeaseExpired)
+}

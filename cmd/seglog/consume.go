@@ -265,6 +265,12 @@ func (cs *consumer) add(parts []int32) error {
 		if err != nil {
 			return err
 		}
+		// A partition taken over from another process may have been
+		// opened (and left) long ago: its end as the writer has it now,
+		// so that a commit past the end this log knew is not reset.
+		if _, err := l.Refresh(); err != nil {
+			return fmt.Errorf("%s: %w", storage.PartitionDir(cs.topic, p), err)
+		}
 		start, committed, err := cs.startOffset(l, p, cs.from)
 		if err != nil {
 			return fmt.Errorf("%s: %w", storage.PartitionDir(cs.topic, p), err)

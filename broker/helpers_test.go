@@ -20,7 +20,7 @@ import (
 // testBroker is a Server on 127.0.0.1:0 over a data directory, with the
 // store and offsets store it runs on.
 type testBroker struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	opts    Options
 	store   *storage.Store
@@ -30,7 +30,7 @@ type testBroker struct {
 	served  chan error
 }
 
-func startBroker(t *testing.T, dir string, opts Options) *testBroker {
+func startBroker(t testing.TB, dir string, opts Options) *testBroker {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -96,7 +96,7 @@ func roundTrip[R kmsg.Response](t *testing.T, cl *kgo.Client, req kmsg.Request) 
 
 // rawConn is a TCP connection that speaks the framing by hand.
 type rawConn struct {
-	t  *testing.T
+	t  testing.TB
 	nc net.Conn
 }
 

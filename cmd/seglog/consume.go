@@ -27,10 +27,14 @@ it works beside a producer or broker that writes them. Any number of
 consumers may run at once, of different groups or of one group on
 different partitions: they share the offset store.
 
-The processes of one --group reading all partitions split them: each
-takes leases (flocks under DIR/consumer-leases) on its share, and the
-others take over the partitions of one that exits or is killed, from the
-group's committed offsets, within a quarter of a second.
+The processes of one --group reading all partitions split them. While
+seglog serve serves Kafka on the directory, each joins the group through
+the broker, as a Kafka consumer of the group (with any Kafka clients of
+it); without --follow it stops once the broker has had nothing new for it
+for 2 s. Without a broker, each takes leases (flocks under
+DIR/consumer-leases) on its share, and the others take over the
+partitions of one that exits or is killed, from the group's committed
+offsets, within a quarter of a second.
 
 Where to start, per partition (--from):
   earliest     the log start (default)
@@ -224,6 +228,13 @@ func runConsume(c *cli, dir, topic string, partition int, from fromSpec, group s
 	parts, code, ok := partitionsOf(c, topic, n, partition)
 	if !ok {
 		return code
+	}
+	if group != "" && partition < 0 {
+		if addr := kafkaListener(dir); addr != "" {
+			// A broker serves the directory: join the group through it
+			// (consume_kafka.go).
+			return runConsumeKafka(c, addr, topic, group, from, commitFirst, maxN, follow, out)
+		}
 	}
 	var ost *offsets.Store
 	if group != "" {

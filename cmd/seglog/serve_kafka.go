@@ -114,6 +114,17 @@ func (k *kafkaFlags) start(d *served) (server, string, error) {
 		ks.mln = mln
 		log.Info("serving metrics", "addr", "http://"+mln.Addr().String()+"/metrics")
 	}
+	// seglog consume --group joins groups through the broker while it
+	// serves (consume_kafka.go).
+	ks.dir = d.dir
+	addr := k.advertise
+	if addr == "" {
+		addr = ks.ln.Addr().String()
+	}
+	if err := writeKafkaListener(d.dir, addr); err != nil {
+		_ = ks.Close()
+		return nil, "", fmt.Errorf("record the Kafka listener: %w", err)
+	}
 	cleaner.Start()
 	log.Info("serving Kafka clients", "addr", ks.ln.Addr().String(), "cluster", srv.ClusterID())
 	return ks, "kafka " + ks.ln.Addr().String(), nil
@@ -124,6 +135,7 @@ func (k *kafkaFlags) start(d *served) (server, string, error) {
 type kafkaServer struct {
 	srv             *broker.Server
 	ln, mln         net.Listener
+	dir             string // where the listener is recorded; "": not yet
 	cleaner         *retention.Cleaner
 	msrv            *http.Server
 	shutdownTimeout time.Duration
@@ -155,12 +167,18 @@ func (k *kafkaServer) Serve(ctx context.Context) error {
 	if k.msrv != nil {
 		_ = k.msrv.Shutdown(sctx)
 	}
+	if k.dir != "" {
+		removeKafkaListener(k.dir)
+	}
 	errs = append(errs, k.cleaner.Close())
 	return errors.Join(errs...)
 }
 
 // Close stops everything at once (a server that never served).
 func (k *kafkaServer) Close() error {
+	if k.dir != "" {
+		removeKafkaListener(k.dir)
+	}
 	errs := []error{k.srv.Close(), k.cleaner.Close()}
 	if k.msrv != nil {
 		errs = append(errs, k.msrv.Close())

@@ -209,11 +209,15 @@
 // journals, which only a crash during compaction can leave, are removed). A
 // record whose checksum matches but whose body is malformed is always
 // corruption. A journal shorter than its header (zero length included), or
-// exactly a header of zeros (the file's size reached the disk, not its
-// data), is an interrupted creation: it holds no record, since records are
-// appended only after the header is fsynced, and its header is rewritten
-// and fsynced before any commit is accepted. Any other bad header is
-// corruption.
+// one whose header fails its checks with no valid record anywhere after it
+// (a header-sized block of zeros, its first bytes written and zeros after,
+// the file's size without its data), is an interrupted creation: it holds
+// no acknowledged record, since records are appended only after the
+// header is fsynced and any fsync that made a record durable made the
+// header durable with it; its header is rewritten and fsynced before any
+// commit is accepted. A bad header in front of valid records is
+// corruption: Open refuses with a *CorruptError naming the file at
+// position 0.
 //
 // # Compaction
 //

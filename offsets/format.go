@@ -293,15 +293,35 @@ func validRecordAfter(data []byte, from int) bool {
 }
 
 // lostHeader reports whether a journal's content is what an interrupted
-// creation leaves: shorter than the header (empty, or torn), or exactly a
-// header of zeros (the file's size reached the disk, its data did not).
-// Such a journal holds no record, because records are appended only after
-// the header is fsynced; any other bad header is corruption.
-func lostHeader(data []byte) bool {
+// creation leaves: shorter than the header (empty, or torn), or a header
+// that fails its checks (reason, from journalHeaderReason) with no valid
+// record anywhere after it. Records are appended only after the header is
+// fsynced, and an fsync that made a record durable made the header durable
+// with it: a header that did not reach the disk whole (its first bytes
+// written and zeros after, the file's size without its data, a lazy
+// writeback's torn block) comes with no acknowledged record, whatever it
+// looks like. A bad header in front of records is damage, refused.
+func lostHeader(data []byte, reason string) bool {
 	if len(data) < journalHeaderSize {
 		return true
 	}
-	return len(data) == journalHeaderSize && !slices.ContainsFunc(data, func(b byte) bool { return b != 0 })
+	return reason != "" && !validRecordAfter(data, journalHeaderSize)
+}
+
+// journalHeaderReason checks a journal's header (data holds at least
+// journalHeaderSize bytes) and says what is wrong with it ("" if nothing).
+func journalHeaderReason(data []byte, gen uint64) string {
+	switch {
+	case string(data[:4]) != journalMagic:
+		return "bad journal magic"
+	case data[4] != formatVersion:
+		return fmt.Sprintf("unsupported journal version %d", data[4])
+	case data[5]|data[6]|data[7] != 0:
+		return "reserved header bytes not zero"
+	case binary.LittleEndian.Uint64(data[8:]) != gen:
+		return fmt.Sprintf("journal header generation %d, file name says %d", binary.LittleEndian.Uint64(data[8:]), gen)
+	}
+	return ""
 }
 
 // journalResult is what replayJournal found.
@@ -314,19 +334,15 @@ type journalResult struct {
 // replayJournal applies the valid records of a journal's content to st (nil:
 // check only). Records before a corruption are applied.
 func replayJournal(data []byte, gen uint64, st *state) journalResult {
-	if lostHeader(data) {
+	var reason string
+	if len(data) >= journalHeaderSize {
+		reason = journalHeaderReason(data, gen)
+	}
+	if lostHeader(data, reason) {
 		return journalResult{end: 0} // creation interrupted: rewrite the header
 	}
-	switch {
-	case string(data[:4]) != journalMagic:
-		return journalResult{reason: "bad journal magic"}
-	case data[4] != formatVersion:
-		return journalResult{reason: fmt.Sprintf("unsupported journal version %d", data[4])}
-	case data[5]|data[6]|data[7] != 0:
-		return journalResult{reason: "reserved header bytes not zero"}
-	case binary.LittleEndian.Uint64(data[8:]) != gen:
-		return journalResult{reason: fmt.Sprintf("journal header generation %d, file name says %d",
-			binary.LittleEndian.Uint64(data[8:]), gen)}
+	if reason != "" {
+		return journalResult{reason: reason}
 	}
 	res := journalResult{end: journalHeaderSize}
 	for res.end < len(data) {

@@ -123,6 +123,10 @@ func TestEmptyJournal(t *testing.T) {
 		{"zero length", nil},
 		{"torn header", []byte("SGOJ\x01")},
 		{"header-sized zeros", make([]byte, journalHeaderSize)},
+		{"first byte written, zeros after", append([]byte("S"), make([]byte, journalHeaderSize-1)...)},
+		{"first byte written, zeros after, longer", append([]byte("S"), make([]byte, 4*journalHeaderSize)...)},
+		{"garbage header", []byte("XXXXXXXXXXXXXXXX")},
+		{"garbage header and garbage after", []byte("XXXXXXXXXXXXXXXXYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYY")},
 	}
 	for _, c := range cases {
 		for _, withSnapshot := range []bool{false, true} {
@@ -161,13 +165,27 @@ func TestEmptyJournal(t *testing.T) {
 	}
 }
 
-// TestGarbageHeaderIsCorrupt: a header-sized journal that is not zeros is
-// not a lost header but damage: Open refuses it.
-func TestGarbageHeaderIsCorrupt(t *testing.T) {
+// TestBadHeaderBeforeRecordsIsCorrupt: a journal whose header is damaged
+// but which holds valid records after it holds acknowledged commits: Open
+// refuses it, naming the file and the position, rather than dropping them.
+func TestBadHeaderBeforeRecordsIsCorrupt(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, journalName(1)), []byte("XXXXXXXXXXXXXXXX"), 0o640))
-	_, err := Open(dir, Options{})
-	assert.ErrorIs(t, err, ErrCorrupt)
+	s := openT(t, dir, Options{})
+	require.NoError(t, s.Commit("g", "t", 0, 42, "m"))
+	require.NoError(t, s.Close())
+	path := filepath.Join(dir, journalName(1))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Greater(t, len(b), journalHeaderSize, "the commit is in the journal")
+	copy(b, "XXXX")
+	require.NoError(t, os.WriteFile(path, b, 0o640))
+
+	_, err = Open(dir, Options{})
+	require.ErrorIs(t, err, ErrCorrupt)
+	var ce *CorruptError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, path, ce.File)
+	assert.Equal(t, int64(0), ce.Pos)
 }
 
 // TestSymlinksRefused: the store never follows a symbolic link, whether it

@@ -113,7 +113,7 @@ func (s *Segment) rebuildSealedIndexesLocked() error {
 		s.writable = false
 		return err
 	}
-	if _, err := s.scanLocked(false); err != nil {
+	if _, err := s.scanLocked(false, 0); err != nil {
 		return fail(err)
 	}
 	if err := s.appendFinalTimeEntryLocked(); err != nil {
@@ -140,7 +140,13 @@ func (s *Segment) rebuildSealedIndexesLocked() error {
 // many bytes were cut, not counting a zero tail (the preallocated part a
 // crash leaves past the data), which is cut too. The segment is left writable (active); Seal it if
 // it is not the last.
-func (s *Segment) Recover() (truncated int64, err error) {
+func (s *Segment) Recover() (truncated int64, err error) { return s.RecoverKeeping(0) }
+
+// RecoverKeeping is Recover, except that an invalid batch that starts
+// below offset keep (data the caller knows was fsynced) is not cut: it
+// returns a *CorruptError at the batch and leaves the .log as it is, with
+// the segment's end (Size, NextOffset) and indexes at the batch.
+func (s *Segment) RecoverKeeping(keep int64) (truncated int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.deleted {
@@ -149,15 +155,16 @@ func (s *Segment) Recover() (truncated int64, err error) {
 	if err := s.reopenWritableLocked(); err != nil {
 		return 0, err
 	}
-	return s.scanLocked(true)
+	return s.scanLocked(true, keep)
 }
 
 // scanLocked rescans the .log from the start, validating every batch and
 // rebuilding both indexes. With cut it truncates the file at the first
-// invalid batch (recovery of a segment past the recovery point); without,
-// an invalid batch is an error and nothing is cut (a sealed segment whose
-// indexes are rebuilt: its data is below the recovery point).
-func (s *Segment) scanLocked(cut bool) (int64, error) {
+// invalid batch (recovery of a segment past the recovery point), unless
+// that batch starts below keep; without, an invalid batch is an error and
+// nothing is cut (a sealed segment whose indexes are rebuilt: its data is
+// below the recovery point).
+func (s *Segment) scanLocked(cut bool, keep int64) (int64, error) {
 	fi, err := s.log.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("segment: %w", err)
@@ -198,6 +205,19 @@ func (s *Segment) scanLocked(cut bool) (int64, error) {
 	}
 	if lost > 0 && !cut {
 		return 0, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w: invalid batch in a sealed segment (%d bytes after it)", ErrCorrupt, cutBytes)}
+	}
+	if lost > 0 && next < keep {
+		s.allocated = fileSize
+		s.size.Store(pos)
+		s.next.Store(next)
+		reason := error(fmt.Errorf("%w: %d bytes after the last valid batch", ErrCorrupt, cutBytes))
+		if err := sc.Err(); err != nil {
+			reason = err
+			if errors.As(err, &corrupt) {
+				reason = corrupt.Err
+			}
+		}
+		return 0, &CorruptError{File: s.LogPath(), Pos: pos, Err: fmt.Errorf("%w (below offset %d, which was fsynced: not cut)", reason, keep)}
 	}
 	s.allocated = fileSize
 	if cutBytes > 0 && cut {

@@ -122,6 +122,9 @@ func (l *Log) checkWritableLocked() error {
 	if err := l.failure(); err != nil {
 		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
+	if d := l.damaged(); d != nil {
+		return refuseDamaged(d)
+	}
 	return l.durableMarkerRemovalLocked()
 }
 

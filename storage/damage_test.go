@@ -71,19 +71,27 @@ func TestDamagedLastSegment(t *testing.T) {
 	// is visible to it; bit flips there are caught by checksums at read
 	// time (TestFlipAfterCleanCloseFailsRead).
 	sizeDamage := []string{"cut last batch +01", "cut last batch +10", "cut mid-file", "garbage appended"}
-	for _, clean := range []bool{false, true} {
+	// crash: no marker and no recovery point (the damage may be a torn
+	// write: cut); below: no marker, the recovery point of the clean
+	// close (the damage is in fsynced data: reported, not cut); marker:
+	// the clean close's files as they are.
+	for _, mode := range []string{"crash", "below", "marker"} {
 		for _, tc := range cases {
-			if clean && !slices.Contains(sizeDamage, tc.name) {
+			if mode == "marker" && !slices.Contains(sizeDamage, tc.name) {
 				continue
 			}
-			t.Run(tc.name+map[bool]string{true: "/marker", false: "/crash"}[clean], func(t *testing.T) {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "p")
 				copyDir(t, filepath.Join(base, "orig"), dir)
-				if !clean {
+				if mode != "marker" {
 					require.NoError(t, os.Remove(filepath.Join(dir, cleanShutdownFile)))
 				}
+				if mode == "crash" {
+					require.NoError(t, os.Remove(filepath.Join(dir, recoveryPointFile)))
+				}
 				p := filepath.Join(dir, filepath.Base(last.Path))
-				require.NoError(t, os.WriteFile(p, tc.edit(slices.Clone(orig)), 0o640))
+				damaged := tc.edit(slices.Clone(orig))
+				require.NoError(t, os.WriteFile(p, damaged, 0o640))
 
 				l, err := Open(dir, small())
 				require.NoError(t, err)
@@ -91,6 +99,19 @@ func TestDamagedLastSegment(t *testing.T) {
 				keep := last.BaseOffset + int64(tc.batch*5)
 				assert.Equal(t, keep, l.EndOffset())
 				assert.Equal(t, keep, readAll(t, l, 0), "every valid record before the damage, nothing after")
+				if mode != "crash" && tc.batch < len(starts) {
+					// Acknowledged data is not cut: writes refuse.
+					_, err := l.Append(Record{Value: []byte("x")})
+					assert.ErrorIs(t, err, ErrDamaged)
+					// Nothing but a zero tail (bytes never written, no
+					// data) is cut.
+					now, err := os.ReadFile(p)
+					require.NoError(t, err)
+					assert.GreaterOrEqual(t, len(now), starts[tc.batch], "nothing valid cut")
+					assert.Equal(t, damaged[:len(now)], now)
+					assert.False(t, slices.ContainsFunc(damaged[len(now):], func(b byte) bool { return b != 0 }), "only zeros cut")
+					return
+				}
 				// Appends continue at the cut.
 				fill(t, l, 7, 7)
 				assert.Equal(t, keep+7, readAll(t, l, 0))

@@ -257,8 +257,8 @@ func ListRoot(root string) (RootListing, error) {
 
 // IsPartitionDir reports whether dir is a partition directory rather than
 // a data root: it is named like one and holds segment files, or holds no
-// directory (a partition never written to is empty; a root holds
-// partition directories and the offsets store).
+// directory but its quarantine folder (a partition never written to is
+// empty; a root holds partition directories and the offsets store).
 func IsPartitionDir(dir string) bool {
 	// The name is the directory's own: "." inside a partition, or a
 	// symbolic link to one, is one.
@@ -278,7 +278,7 @@ func IsPartitionDir(dir string) bool {
 		if k, _ := ClassifyPartitionFile(e.Name(), e.Type()); k == FileSegment {
 			return true
 		}
-		if e.IsDir() {
+		if e.IsDir() && e.Name() != QuarantineDir {
 			subdirs = true
 		}
 	}

@@ -16,6 +16,7 @@
 //	    <offset>.snapshot               idempotent producers' state at <offset>
 //	    manifest                        the segment list, written at a clean Close
 //	    .clean-shutdown                 present only after a clean Close
+//	    quarantine/                     files the log cannot use, moved aside (never read)
 //
 // The clean-shutdown marker lives in each partition directory rather than
 // once at the root: a Store opens partitions lazily and closes them
@@ -62,11 +63,44 @@
 // written (atomically: temp file, fsync, rename, directory fsync) on
 // roll, after a rolled segment's fsync (without the directory fsync: the
 // value before is as safe), by Checkpoint and the interval flusher, and
-// at Close; it may lag the flushed offset, which only means a longer
-// rescan after a crash. After a crash, Open rescans only segments from
-// the one holding the recovery point, validates every batch, rebuilds
-// their indexes, and truncates at the first invalid batch, deleting any
-// later segments. Data flushed before the crash is never lost.
+// at Close, and by Truncate after it fsynced everything it keeps; it
+// may lag the flushed offset, which only means a longer rescan after a
+// crash, and it never covers a byte that was not fsynced. After a crash,
+// Open rescans only segments from the one holding the recovery point,
+// validates every batch, rebuilds their indexes, and truncates at the
+// first invalid batch past the recovery point, moving any later segments
+// into quarantine. Data flushed before the crash is never lost.
+//
+// # Damage, holes and quarantine
+//
+// Bytes below the recovery point were fsynced and checkpointed: an
+// invalid batch there (or data that ends below it) is damage, not a torn
+// write. Open does not cut it: it reports a *DamageError (file, byte,
+// offset; OpenStats.Damage, Stats.Damaged, a log line), serves reads
+// below the damage, and refuses writes with ErrDamaged, writing no
+// checkpoint, manifest or marker, until Repair (seglog repair) cuts there
+// on an operator's word. A segment that ends before the next one begins,
+// where that gap lies below the recovery point (or wherever a clean
+// close's manifest names the segment gone), is a *HoleError naming the
+// missing offsets, at open and on read; never an EOF. Past the recovery
+// point such a gap is what a crash leaves of a roll: recovery cuts there.
+//
+// The log never deletes a file it does not understand. What it cannot
+// use moves into the partition's quarantine/ folder, with a log line
+// (Options.Logger) and an entry in OpenStats.Quarantined: segments that
+// no longer follow on after recovery's cut, an index without its .log, a
+// temporary file that is not one of its own. Its own leftovers (a
+// checkpoint's temporary file, a segment renamed for deletion) are
+// removed.
+//
+// # Check and Repair
+//
+// Check reports a partition's (or a data root's) problems as values, with
+// recovery's rules and its scanner, and says of each whether Open repairs
+// it by itself. Repair acts on them: it rebuilds sealed segments'
+// indexes, lets an open cut torn tails and quarantine what it cannot use,
+// and only with RepairOptions.TruncateAtDamage cuts at damage, reporting
+// the offsets that go and keeping the bytes in quarantine.
 //
 // After a failed fsync the log refuses further writes (ErrFailed) until it
 // is reopened: the kernel may have dropped the dirty pages, so nothing

@@ -127,13 +127,16 @@ func TestCleanOpenVerifiesTail(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, b, 0o640))
 
 	l := openLog(t, dir, small())
-	assert.False(t, l.OpenStats().Clean, "a damaged tail is recovered")
+	assert.False(t, l.OpenStats().Clean, "a damaged tail is not taken as clean")
 	h, err := segment.ParseHeader(b[lastBatch:], segment.DefaultLimits)
 	require.NoError(t, err)
 	assertRecords(t, l, h.BaseOffset, "the bad batch is not part of the log")
+	// Below the recovery point of the clean close: reported, not cut.
+	require.NotNil(t, l.OpenStats().Damage)
+	assert.Equal(t, int64(lastBatch), l.OpenStats().Damage.Pos)
 	fi, err := os.Stat(p)
 	require.NoError(t, err)
-	assert.Equal(t, int64(lastBatch), fi.Size(), "cut at the bad batch")
+	assert.Equal(t, int64(len(b)), fi.Size(), "nothing cut below the recovery point")
 }
 
 // With the manifest and the clean marker present, segments gone since the

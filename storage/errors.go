@@ -48,6 +48,10 @@ var (
 	// ErrInvalidBatch reports a batch a caller asked to append that is
 	// not valid (wraps the segment error that says why).
 	ErrInvalidBatch = errors.New("storage: invalid batch")
+	// ErrTooLarge reports a batch over Options.Limits (MaxBatchBytes or
+	// MaxRecordsBytes) that a caller asked to append; it comes with
+	// ErrInvalidBatch.
+	ErrTooLarge = segment.ErrTooLarge
 	// ErrOffsetOverflow is returned by an append whose records would take
 	// offsets past MaxOffset: the log is full for good.
 	ErrOffsetOverflow = errors.New("storage: offsets exhausted")

@@ -60,6 +60,12 @@ type Log struct {
 
 	// failedErr is set after an fsync error: writes refuse from then on.
 	failedErr atomic.Pointer[error]
+	// damage is set by an open that found damage below the recovery
+	// point: writes refuse (ErrDamaged) until a repair.
+	damage atomic.Pointer[DamageError]
+	// durablePoint is the recovery point the open read (every byte below
+	// it was fsynced): the damage rule's bound. Set by the open only.
+	durablePoint int64
 
 	// Published state, read without locks.
 	segs    atomic.Pointer[[]*segment.Segment] // immutable snapshot, sorted by base
@@ -130,10 +136,16 @@ type OpenStats struct {
 	RecoveredSegs    int   // segments rescanned
 	RecoveredBytes   int64 // bytes rescanned
 	TruncatedBytes   int64 // bytes cut at the first invalid batch
-	DeletedSegments  int   // segments deleted after the first invalid batch
+	DeletedSegments  int   // segments after the first invalid batch, moved into quarantine (Quarantined)
 	RemovedLeftovers int   // stale temporary or orphaned index files removed
 	FromManifest     bool  // the segment list came from the clean-close manifest
 	DirUnchanged     bool  // the directory was unchanged since that close (its stamp matched): not listed
+	// Quarantined lists the files the open moved into the quarantine
+	// folder (QuarantineDir) rather than delete them.
+	Quarantined []Quarantined
+	// Damage is the damage found below the recovery point: the log
+	// refuses writes (ErrDamaged) until it is repaired; nil when none.
+	Damage *DamageError
 }
 
 // Open opens (creating if needed) the partition log in dir.
@@ -286,6 +298,10 @@ type Stats struct {
 	// half-way); nil while the log is healthy. Writes return it wrapped
 	// in ErrFailed.
 	Failed error
+	// Damaged is the damage below the recovery point that the open found
+	// (a *DamageError): writes return it wrapped in ErrDamaged until the
+	// log is repaired; nil when none.
+	Damaged error
 }
 
 // counters are the Log's counters since Open.
@@ -306,6 +322,9 @@ func (l *Log) Stats() (Stats, error) {
 		AppendedBatches: c.appendedBatches.Load(), AppendedRecords: c.appendedRecords.Load(), AppendedBytes: c.appendedBytes.Load(),
 		Fsyncs: c.fsyncs.Load(), FsyncTime: time.Duration(c.fsyncNanos.Load()), FailedFsyncs: c.failedFsyncs.Load(),
 		ReadBatchBytes: c.readBytes.Load(), OpenTime: time.Duration(c.openNanos), Failed: l.failure()}
+	if d := l.damaged(); d != nil {
+		st.Damaged = d
+	}
 	for _, s := range segs {
 		n, err := s.Size()
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -367,7 +386,10 @@ func (l *Log) close(flush bool) error {
 	// the one the open read), so they are left as they are.
 	unchanged := l.markerRemovalPending && l.manifestCurrent
 	manifestWritten := unchanged
-	if l.failure() == nil {
+	// A damaged log writes nothing: no checkpoint, manifest or marker may
+	// describe it as whole.
+	healthy := l.failure() == nil && l.damaged() == nil
+	if healthy {
 		// What the background flusher of rolled segments left.
 		err = l.syncRolledNow()
 		if err == nil {
@@ -394,7 +416,7 @@ func (l *Log) close(flush bool) error {
 	}
 	// Closing a segment trims its index files to their used length.
 	err = errors.Join(err, l.closeSegments())
-	if err == nil && l.failure() == nil {
+	if err == nil && healthy {
 		if !unchanged {
 			err = vfs.WriteFileAtomic(l.opts.FS, filepath.Join(l.dir, cleanShutdownFile), nil, l.opts.FileMode)
 			l.markerStamped = false

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,14 +74,18 @@ func (l *Log) load() error {
 		last := len(bases) - 1
 		active, err := segment.OpenActive(l.dir, bases[last], l.opts.segmentOptions())
 		switch {
-		case err == nil:
+		case err == nil && active.NextOffset() >= ck.recoveryPoint:
 			segs[last] = active
 		case active == nil:
 			return err
 		default:
-			// A clean marker over a damaged tail: recover it. What the
-			// manifest said of the files is not trusted either.
-			_ = active.Close()
+			// A clean marker over a damaged tail (or one that ends below
+			// the recovery point: bytes the clean close fsynced are
+			// gone): recover it, which reports damage below the recovery
+			// point. What the manifest said of the files is not trusted
+			// either. Closed without a trim: nothing of the file is cut
+			// here.
+			_ = active.CloseUnsynced()
 			clean, l.openStats.Clean = false, false
 			if l.openStats.FromManifest {
 				l.openStats.FromManifest = false
@@ -202,6 +207,9 @@ func (l *Log) readLoadCheckpoints(clean *bool) (loadCheckpoints, error) {
 		rp, *clean = 0, false
 	}
 	ck.recoveryPoint = rp
+	// Below the recovery point every byte was fsynced: damage found there
+	// is reported, never cut (recover).
+	l.durablePoint = rp
 	// A truncation that a crash interrupted: recover from the segment
 	// that holds its end, then finish it (finishLoad).
 	if end, ok, err := readCheckpoint(fsys, l.dir, truncationFile); err != nil {
@@ -209,6 +217,7 @@ func (l *Log) readLoadCheckpoints(clean *bool) (loadCheckpoints, error) {
 	} else if ok {
 		l.truncationPending = end
 		ck.recoveryPoint, *clean = min(ck.recoveryPoint, end), false
+		l.durablePoint = min(l.durablePoint, end)
 	}
 	l.openStats.Clean = l.openStats.Clean && *clean
 	return ck, nil
@@ -274,7 +283,7 @@ func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint i
 			return err
 		}
 		segs = *l.segs.Load()
-		if l.truncationPending >= 0 {
+		if l.truncationPending >= 0 && l.damaged() == nil {
 			var err error
 			if segs, err = l.resumeTruncation(segs, l.truncationPending); err != nil {
 				return err
@@ -290,6 +299,13 @@ func (l *Log) finishLoad(segs []*segment.Segment, bases []int64, recoveryPoint i
 	}
 	l.start.Store(start)
 	l.end.Store(end)
+	if l.damaged() != nil {
+		// Nothing is written: the recovery point, the truncation marker
+		// and the files stay as they are until a repair.
+		l.flushed.Store(end)
+		l.checkpointed = -1
+		return nil
+	}
 	if clean {
 		l.flushed.Store(min(max(recoveryPoint, start), end))
 		l.checkpointed = recoveryPoint
@@ -367,11 +383,45 @@ func (l *Log) recover(segs []*segment.Segment, bases []int64, recoveryPoint int6
 			first = i
 		}
 	}
+	// The segments below are not rescanned; each must still reach the
+	// next one's base: a hole (a segment gone) is refused, damage is kept
+	// and reported.
+	for i := 0; i < first; i++ {
+		err := l.checkSealedEnd(segs[i], bases[i+1])
+		var d *DamageError
+		if errors.As(err, &d) {
+			l.enterDamaged(segs, i, bases[i], d)
+			return nil
+		}
+		if err != nil {
+			closeUnsynced(segs)
+			return err
+		}
+	}
 	for i := first; i < len(bases); i++ {
 		seg := segment.Open(l.dir, bases[i], bases[i], l.opts.segmentOptions())
-		cut, err := seg.Recover()
+		// Fsynced and checkpointed below durablePoint: damage there is
+		// not a torn write, and not cut away.
+		cut, err := seg.RecoverKeeping(l.durablePoint)
+		var ce *segment.CorruptError
+		if errors.As(err, &ce) {
+			d := &DamageError{File: ce.File, Pos: ce.Pos, Offset: seg.NextOffset(), Err: ce.Err}
+			_ = seg.CloseUnsynced() // Close would cut the file at its end
+			l.enterDamaged(segs, i, bases[i], d)
+			return nil
+		}
 		if err != nil {
 			return err
+		}
+		if i == len(bases)-1 && seg.NextOffset() < l.durablePoint {
+			// The data ends below the recovery point: fsynced bytes are
+			// gone (a file cut short).
+			size, _ := seg.Size()
+			d := &DamageError{File: seg.LogPath(), Pos: size, Offset: seg.NextOffset(),
+				Err: fmt.Errorf("%w: the data ends at offset %d, below the recovery point %d", ErrCorrupt, seg.NextOffset(), l.durablePoint)}
+			_ = seg.CloseUnsynced() // Close would cut the file at its end
+			l.enterDamaged(segs, i, bases[i], d)
+			return nil
 		}
 		size, _ := seg.Size()
 		l.openStats.RecoveredSegs++
@@ -379,10 +429,20 @@ func (l *Log) recover(segs []*segment.Segment, bases []int64, recoveryPoint int6
 		l.openStats.TruncatedBytes += cut
 		segs[i] = seg
 		lastSeg := i == len(bases)-1
+		if !lastSeg && seg.NextOffset() < bases[i+1] && bases[i+1] <= l.durablePoint {
+			// The next segment begins below the recovery point: this one
+			// was whole and fsynced (no damage below it, see above), so
+			// the offsets between are missing, not torn.
+			err := &HoleError{Dir: l.dir, From: seg.NextOffset(), Upto: bases[i+1], After: seg.LogPath()}
+			closeUnsynced(segs)
+			return err
+		}
 		if !lastSeg && seg.NextOffset() != bases[i+1] {
-			// The log is cut here: later segments do not follow on.
+			// The log is cut here: later segments do not follow on. They
+			// are moved aside, not deleted.
 			for j := i + 1; j < len(bases); j++ {
-				if err := segment.Open(l.dir, bases[j], bases[j], l.opts.segmentOptions()).Delete(); err != nil {
+				why := fmt.Sprintf("does not follow on from the log, which ends at offset %d after recovery", seg.NextOffset())
+				if err := l.quarantineSegment(bases[j], why); err != nil {
 					return err
 				}
 				l.openStats.DeletedSegments++
@@ -534,11 +594,17 @@ func (l *Log) listDir() ([]int64, error) {
 		return nil, err
 	}
 	l.snapshots = ls.snapshots
-	for _, name := range ls.orphans {
+	for _, o := range ls.orphans {
 		if l.opts.ReadOnly {
 			break // not ours to clean up
 		}
-		if err := l.opts.FS.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if o.why != "" {
+			if err := l.quarantine(o.name, o.why); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := l.opts.FS.Remove(filepath.Join(l.dir, o.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
 		l.openStats.RemovedLeftovers++
@@ -550,7 +616,14 @@ func (l *Log) listDir() ([]int64, error) {
 type dirListing struct {
 	bases     []int64  // of .log files, sorted
 	snapshots []int64  // of producer snapshots, sorted
-	orphans   []string // leftovers: temporary files, index files without their .log
+	orphans   []orphan // leftovers: temporary files, index files without their .log
+}
+
+// orphan is a leftover file of a partition directory: the engine's own
+// (why empty: removed) or one it cannot use (quarantined, for why).
+type orphan struct {
+	name string
+	why  string
 }
 
 // listPartitionDir lists a partition directory, appending the snapshots'
@@ -566,7 +639,11 @@ func listPartitionDir(fsys vfs.FS, dir string, snapshots []int64) (dirListing, e
 			return nil
 		}
 		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
-			ls.orphans = append(ls.orphans, strings.Clone(name))
+			o := orphan{name: strings.Clone(name)}
+			if !ownLeftover(name) {
+				o.why = "a temporary file that is not one of the engine's own"
+			}
+			ls.orphans = append(ls.orphans, o)
 			return nil
 		}
 		kind := segmentSuffix(name)
@@ -598,7 +675,7 @@ func listPartitionDir(fsys vfs.FS, dir string, snapshots []int64) (dirListing, e
 	// crash interrupted.
 	for _, x := range indexes {
 		if _, found := slices.BinarySearch(ls.bases, x.base); !found {
-			ls.orphans = append(ls.orphans, segment.FileName(x.base, x.suffix))
+			ls.orphans = append(ls.orphans, orphan{segment.FileName(x.base, x.suffix), "an index file without its .log"})
 		}
 	}
 	return ls, nil
@@ -619,4 +696,63 @@ func segmentSuffix(name string) string {
 		}
 	}
 	return ""
+}
+
+// ownLeftover reports whether name is a leftover of the engine's own
+// writes: a checkpoint's or snapshot's temporary file (vfs.WriteFileAtomic
+// names it <file>.<pid>-<n>.tmp, a snapshot <offset>.snapshot.tmp) or a
+// segment file renamed for deletion (<segment file>.deleted).
+func ownLeftover(name string) bool {
+	if rest, ok := strings.CutSuffix(name, ".deleted"); ok {
+		_, suffix, digits := segment.SplitFileName(rest)
+		return digits && suffix == segmentSuffix(rest) && suffix != ""
+	}
+	rest, _ := strings.CutSuffix(name, ".tmp")
+	if _, suffix, digits := segment.SplitFileName(rest); digits && suffix == snapshotSuffix {
+		return true
+	}
+	if i := strings.LastIndexByte(rest, '.'); i > 0 {
+		rest = rest[:i] // the <pid>-<n> part
+	}
+	switch rest {
+	case recoveryPointFile, logStartOffsetFile, truncationFile, manifestFile, cleanShutdownFile, highWatermarkFile, leaderEpochFile:
+		return true
+	}
+	return false
+}
+
+// enterDamaged publishes the log as it can be read despite the damage d
+// found in segs[i]: the segments before it, and segs[i] up to the damage,
+// read-only (its indexes are used as they are, not rebuilt: a rebuild
+// would stop at the damage). Later segments stay on disk untouched. Writes
+// refuse from then on (ErrDamaged).
+func (l *Log) enterDamaged(segs []*segment.Segment, i int, base int64, d *DamageError) {
+	opts := l.opts.segmentOptions()
+	opts.ReadOnly = true
+	seg := segment.Open(l.dir, base, d.Offset, opts)
+	seg.SetKnown(d.Pos, 0, -1)
+	for _, s := range segs[i:] {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
+	segs[i] = seg
+	l.damage.Store(d)
+	l.openStats.Damage = d
+	logger := l.opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger.Error("seglog: damage below the recovery point: writes refused until repaired", "dir", l.dir, "file", d.File, "pos", d.Pos, "offset", d.Offset, "err", d.Err)
+	l.publish(segs[:i+1])
+}
+
+// closeUnsynced closes the segments opened so far (nil entries are not
+// opened) for an open that fails: nothing is trimmed or made durable.
+func closeUnsynced(segs []*segment.Segment) {
+	for _, s := range segs {
+		if s != nil {
+			_ = s.CloseUnsynced()
+		}
+	}
 }

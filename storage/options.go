@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"time"
@@ -104,6 +105,9 @@ type Options struct {
 	TimestampType segment.TimestampType
 	// Sync is the durability policy (default SyncNever).
 	Sync SyncPolicy
+	// Logger receives what the engine reports on its own: files moved
+	// into quarantine, damage found at open (nil: slog.Default()).
+	Logger *slog.Logger
 	// SyncEveryRecords is N for SyncEveryN (default 10000).
 	SyncEveryRecords int
 	// SyncInterval is the period for SyncInterval (default 1s).

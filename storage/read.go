@@ -87,13 +87,22 @@ func (l *Log) inSegment(offset, limit int64, read func(seg *segment.Segment, lim
 		if offset >= min(end, limit) {
 			return errCaughtUp
 		}
-		segs := l.segments()
+		segsPtr, gen := l.segs.Load(), l.truncGen.Load()
+		segs := *segsPtr
 		if offset < segs[0].Base() {
 			continue // segments were deleted from the front meanwhile
 		}
-		err := read(segs[segmentIndex(segs, offset)], min(end, limit))
+		i := segmentIndex(segs, offset)
+		err := read(segs[i], min(end, limit))
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, io.EOF) && i < len(segs)-1 && l.segs.Load() == segsPtr && l.truncGen.Load() == gen {
+			// A sealed segment, unchanged, that ends before the offset
+			// the next one begins at: a hole (or damage), not the end.
+			if herr := l.checkSealedEnd(segs[i], segs[i+1].Base()); herr != nil {
+				return fmt.Errorf("storage: read %s at offset %d: %w", l.dir, offset, herr)
+			}
 		}
 		retry := errors.Is(err, segment.ErrDeleted) || errors.Is(err, segment.ErrClosed) || errors.Is(err, io.EOF)
 		if !retry || attempt >= 100 {

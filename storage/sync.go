@@ -476,6 +476,11 @@ func (l *Log) checkpointLazy() error {
 func (l *Log) writeRecoveryPoint(durable bool) (bool, error) {
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
+	if l.damaged() != nil {
+		// Its end is the damage, below the recovery point on disk: a lower
+		// recovery point would let the next open cut acknowledged data.
+		return false, nil
+	}
 	v := l.flushed.Load()
 	if floor, ok := l.rollFloor(); ok && floor < v {
 		// A rolled segment's .log is not yet fsynced (its tail's cut at

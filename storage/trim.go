@@ -23,8 +23,10 @@ const truncationFile = "truncation-point"
 // whole batch goes, and EndOffset becomes that batch's base offset (as in
 // Kafka). The end offset is lowered before any byte is cut: a reader at or
 // past the new end gets ErrOffsetOutOfRange, one before it is unaffected.
-// The result is fsynced and checkpointed before Truncate returns, and a
-// crash at any point leaves the log either as it was or truncated.
+// Everything it keeps is fsynced (older segments not yet flushed
+// included, whatever the sync policy) and checkpointed before Truncate
+// returns, and a crash at any point leaves the log either as it was or
+// truncated.
 // Truncating at or past EndOffset does nothing.
 func (l *Log) Truncate(offset int64) error {
 	l.writeMu.Lock()
@@ -69,6 +71,16 @@ func (l *Log) Truncate(offset int64) error {
 	l.clampHighWatermark()
 	if err := l.cutLocked(segs, i, offset); err != nil {
 		return err
+	}
+	// What the truncation keeps is durable before it returns: the older
+	// segments not yet fsynced (rolled ones the background flusher has
+	// not reached, or any under SyncNever) are fsynced here, so that the
+	// recovery point written below covers only fsynced bytes. This
+	// goroutine holds the group-commit flag, as syncOnce requires.
+	if l.flushed.Load() < newEnd {
+		if err := l.syncOnce(); err != nil {
+			return err
+		}
 	}
 	if newEnd < l.start.Load() {
 		l.start.Store(newEnd)
@@ -225,6 +237,9 @@ func (l *Log) checkDeletableLocked() error {
 	}
 	if l.opts.ReadOnly {
 		return ErrReadOnly
+	}
+	if d := l.damaged(); d != nil {
+		return refuseDamaged(d)
 	}
 	return nil
 }

@@ -177,6 +177,7 @@ func newRoot(e *env) *cobra.Command {
 		{"admin", retentionCommand(e)},
 		{"files", dumpCommand(e)},
 		{"files", verifyCommand(e)},
+		{"files", repairCommand(e)},
 		{"other", benchCommand(e)},
 		{"other", versionCommand(e)},
 	} {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/seglog/seglog/storage"
 	"github.com/seglog/seglog/vfs"
@@ -17,6 +18,14 @@ import (
 // and index trims.
 func logOptions(fsys vfs.FS, sync storage.SyncPolicy) storage.Options {
 	return storage.Options{FS: fsys, Sync: sync, SegmentBytes: 1024, IndexIntervalBytes: 128, MaxIndexBytes: 96}
+}
+
+// logOptionsInterval is logOptions with the interval flusher's period
+// (SyncInterval; zero: the default).
+func logOptionsInterval(fsys vfs.FS, sync storage.SyncPolicy, interval time.Duration) storage.Options {
+	o := logOptions(fsys, sync)
+	o.SyncInterval = interval
+	return o
 }
 
 // recordValue is the unique value of the seq-th record a workload appends
@@ -57,12 +66,13 @@ func newLogModel(syncAlways bool) *logModel {
 // of the engine (the workload stops there) or a *cleanError when the log
 // disagrees with the model without any crash.
 type logRun struct {
-	m    *logModel
-	fsys vfs.FS
-	dir  string
-	sync storage.SyncPolicy
-	l    *storage.Log
-	rng  *rand.Rand
+	m        *logModel
+	fsys     vfs.FS
+	dir      string
+	sync     storage.SyncPolicy
+	interval time.Duration
+	l        *storage.Log
+	rng      *rand.Rand
 }
 
 // cleanError is a disagreement found while the workload runs: a bug of
@@ -72,7 +82,7 @@ type cleanError struct{ msg string }
 func (e *cleanError) Error() string { return "without a crash: " + e.msg }
 
 func (r *logRun) open() error {
-	l, err := storage.Open(r.dir, logOptions(r.fsys, r.sync))
+	l, err := storage.Open(r.dir, logOptionsInterval(r.fsys, r.sync, r.interval))
 	if err != nil {
 		return err
 	}
@@ -259,15 +269,16 @@ func (m *logModel) check(l *storage.Log) (int, error) {
 
 // logWorkload is a storage.Log workload: script drives a logRun.
 type logWorkload struct {
-	sync   storage.SyncPolicy
-	seed   uint64
-	script func(r *logRun) error
-	m      *logModel
+	sync     storage.SyncPolicy
+	interval time.Duration // SyncInterval's period (zero: the default)
+	seed     uint64
+	script   func(r *logRun) error
+	m        *logModel
 }
 
 func (w *logWorkload) Run(fsys vfs.FS, root string) error {
 	w.m = newLogModel(w.sync == storage.SyncAlways)
-	r := &logRun{m: w.m, fsys: fsys, dir: filepath.Join(root, "t-0"), sync: w.sync, rng: rand.New(rand.NewPCG(w.seed, 1))}
+	r := &logRun{m: w.m, fsys: fsys, dir: filepath.Join(root, "t-0"), sync: w.sync, interval: w.interval, rng: rand.New(rand.NewPCG(w.seed, 1))}
 	if err := r.open(); err != nil {
 		return err
 	}
@@ -281,7 +292,7 @@ func (w *logWorkload) Run(fsys vfs.FS, root string) error {
 }
 
 func (w *logWorkload) Check(fsys vfs.FS, root string) (int, error) {
-	l, err := storage.Open(filepath.Join(root, "t-0"), logOptions(fsys, w.sync))
+	l, err := storage.Open(filepath.Join(root, "t-0"), logOptionsInterval(fsys, w.sync, w.interval))
 	if err != nil {
 		return 0, fmt.Errorf("reopen: %w", err)
 	}

@@ -240,10 +240,25 @@ func TestHostileDataDirectory(t *testing.T) {
 			if !clean {
 				require.NoError(t, os.Remove(filepath.Join(dir, ".clean-shutdown")))
 			}
+			// Records the checkpoint says were flushed are missing: the
+			// log opens for reads and refuses writes (new records would
+			// take offsets a consumer may have seen) until a repair cuts
+			// there.
 			l, err := storage.Open(dir, smallLog(nil))
 			require.NoError(t, err)
 			require.NoError(t, m.check(l))
 			assert.LessOrEqual(t, l.FlushedOffset(), l.EndOffset())
+			require.NotNil(t, l.OpenStats().Damage, "clean=%t", clean)
+			assert.Equal(t, l.EndOffset(), l.OpenStats().Damage.Offset)
+			_, err = l.Append(storage.Record{Value: []byte("x")})
+			require.ErrorIs(t, err, storage.ErrDamaged)
+			require.NoError(t, l.Close())
+			rep, err := storage.Repair(dir, storage.RepairOptions{TruncateAtDamage: true})
+			require.NoError(t, err)
+			require.Empty(t, rep.Left)
+			l, err = storage.Open(dir, smallLog(nil))
+			require.NoError(t, err)
+			require.NoError(t, m.check(l))
 			appendN(t, l, m, "b", 3)
 			require.NoError(t, l.Checkpoint())
 			rp, ok, err := storage.ReadCheckpoint(dir, storage.RecoveryPointFile)

@@ -95,7 +95,11 @@ func runConsumeKafka(c *cli, addr, topic, group string, from fromSpec, commitFir
 	cs := &consumer{c: c, topic: topic, group: group, max: maxN, out: out, w: bufio.NewWriterSize(c.e.stdout, 64<<10)}
 	defer cs.w.Flush()
 	commit := func(recs []*kgo.Record) error {
-		if err := cl.CommitRecords(ctx, recs...); err != nil {
+		// What was printed is committed even when an interrupt comes
+		// meanwhile (as consume without a broker does).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := cl.CommitRecords(cctx, recs...); err != nil {
 			return fmt.Errorf("commit for group %s: %w", group, err)
 		}
 		return nil

@@ -74,7 +74,8 @@ func TestConsumeGroupJoinsThroughTheBroker(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return len(out.all()) >= 10 }, 30*time.Second, 10*time.Millisecond)
 	cancel()
-	require.Equal(t, exitOK, <-done, cerr.String())
+	code := <-done
+	require.Equal(t, exitOK, code, "stderr: %s; stdout: %v", cerr.String(), out.all())
 	assert.Contains(t, cerr.String(), "joins through the broker")
 	for _, l := range out.all() {
 		assert.True(t, strings.HasPrefix(l, fmt.Sprint(mine, " ")), "printed %q of the other member's partition", l)

@@ -203,7 +203,7 @@ func TestServeKestrelSurvivesSIGKILL(t *testing.T) {
 func TestServeUsageAndSignals(t *testing.T) {
 	bin := buildBinary(t)
 	dir := filepath.Join(t.TempDir(), "data")
-	code, _, errOut := runBinary(t, bin, "", "serve", "--dir", dir)
+	code, _, errOut := runBinary(t, bin, "", "serve", "--dir", dir, "--listen", "")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "no listener")
 	code, _, errOut = runBinary(t, bin, "", "serve", "--dir", dir, "--kestrel", "127.0.0.1:1")

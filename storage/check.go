@@ -107,7 +107,29 @@ func (p Problem) String() string {
 type Report struct {
 	Dir        string
 	Partitions []string // the partition directories checked
-	Problems   []Problem
+	// Stats are what the check read of each partition, in the order of
+	// Partitions.
+	Stats    []PartitionStats
+	Problems []Problem
+	// Writing are the partitions a writer held during the check: each
+	// was checked up to the last whole batch a read-only follower saw,
+	// and the tail being written after it is not judged.
+	Writing []WritingTail
+}
+
+// PartitionStats is what Check read of a partition: up to the first
+// damage of each segment (and, beside a writer, up to the follower's end).
+type PartitionStats struct {
+	Segments, Batches, Records int64
+	// Bytes are the bytes of the valid batches read.
+	Bytes int64
+	// End is the offset after the last valid batch of the last segment
+	// (the first segment's base offset, or 0, when there is none).
+	End int64
+	// RecoveryPoint is the recovery-point checkpoint (-1: none).
+	RecoveryPoint int64
+	// Clean says the clean-shutdown marker is there.
+	Clean bool
 }
 
 // Errors returns how many problems are errors.
@@ -127,6 +149,11 @@ type CheckOptions struct {
 	FS vfs.FS
 	// Limits bound the batches (default segment.DefaultLimits).
 	Limits segment.Limits
+	// Records makes Check also decode every record of every valid batch
+	// (slower: it decompresses). Recovery does not: a batch whose
+	// checksum matches but whose records do not decode is kept, and
+	// reads of it fail.
+	Records bool
 }
 
 func (o CheckOptions) withDefaults() CheckOptions {
@@ -148,8 +175,17 @@ const maxIndexCheckBytes = 1 << 30
 // validating segment.Scanner walk, up to the same damage): damage below the
 // recovery point is an error the log refuses to write past; past it, in
 // the last segment, a torn tail the next open cuts. It also checks each
-// segment's indexes against its batches (index.Checker). An error is
-// returned only when a directory cannot be read.
+// segment's indexes against its batches (index.Checker), the active
+// segment's too.
+//
+// A partition a writer holds (its lock, or its store's, is held: a broker
+// or seglog produce is running) is read through a read-only follower
+// (OpenFollower): up to the last whole batch the follower sees, and
+// the tail being written after it is not judged (Report.Writing says so);
+// nor are the writer's own leftovers (the temporary file of a checkpoint
+// it is writing), nor a segment its retention deletes during the check
+// (the follower's rule: the writer advances the log start offset before
+// it deletes). An error is returned only when a directory cannot be read.
 func Check(dir string, opts CheckOptions) (Report, error) {
 	opts = opts.withDefaults()
 	rep := Report{Dir: dir}
@@ -158,12 +194,16 @@ func Check(dir string, opts CheckOptions) (Report, error) {
 		return rep, err
 	}
 	for _, p := range parts {
-		probs, err := checkPartition(opts, p)
+		probs, st, err := checkPartitionState(opts, p, true)
 		if err != nil {
 			return rep, err
 		}
 		rep.Partitions = append(rep.Partitions, p)
+		rep.Stats = append(rep.Stats, st.stats)
 		rep.Problems = append(rep.Problems, probs...)
+		if st.live != nil {
+			rep.Writing = append(rep.Writing, WritingTail{Partition: p, From: st.live.end})
+		}
 	}
 	return rep, nil
 }
@@ -172,13 +212,13 @@ func Check(dir string, opts CheckOptions) (Report, error) {
 // one, or holding segments: a Log's directory may have any name), else the
 // partition directories of the data root dir.
 func partitionDirs(fsys vfs.FS, dir string) ([]string, error) {
-	if IsPartitionDir(dir) {
+	if isPartitionDir(dir) {
 		return []string{dir}, nil
 	}
 	if pl, err := listPartition(fsys, dir); err == nil && len(pl.Segments) > 0 {
 		return []string{dir}, nil
 	}
-	rl, err := ListRoot(dir)
+	rl, err := listRoot(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -200,14 +240,20 @@ type partitionState struct {
 	haveRP  bool
 	ends    []logScan // per segment
 	damaged int       // index of the first segment with damage or a hole the open does not repair (-1: none)
+	live    *liveView // a writer held the partition: what its follower saw
+	stats   PartitionStats
 }
 
+// checkPartition checks a partition no writer holds (Repair's, under the
+// lock it took).
 func checkPartition(opts CheckOptions, dir string) ([]Problem, error) {
-	probs, _, err := checkPartitionState(opts, dir)
+	probs, _, err := checkPartitionState(opts, dir, false)
 	return probs, err
 }
 
-func checkPartitionState(opts CheckOptions, dir string) ([]Problem, partitionState, error) {
+// checkPartitionState checks the partition directory dir; with
+// detectLive, a partition a writer holds is checked through a follower.
+func checkPartitionState(opts CheckOptions, dir string, detectLive bool) ([]Problem, partitionState, error) {
 	fsys := opts.FS
 	st := partitionState{damaged: -1}
 	pl, err := listPartition(fsys, dir)
@@ -217,16 +263,20 @@ func checkPartitionState(opts CheckOptions, dir string) ([]Problem, partitionSta
 	var probs []Problem
 	add := func(p Problem) { p.Partition = dir; probs = append(probs, p) }
 	refused := false
+	liveDir := detectLive && partitionHeld(dir)
 	for _, f := range pl.Files {
 		path := filepath.Join(dir, f.Name)
 		switch f.Kind {
-		case FileLeftover:
+		case fileLeftover:
 			if ownLeftover(f.Name) {
+				if liveDir {
+					continue // a file the writer is writing now
+				}
 				add(Problem{Kind: ProblemLeftover, File: path, Pos: -1, From: -1, Upto: -1, What: f.Why, Severity: SeverityWarning, OpenRepairs: true})
 			} else {
 				add(Problem{Kind: ProblemUnusableFile, File: path, Pos: -1, From: -1, Upto: -1, What: f.Why + "; the next open moves it into " + QuarantineDir, Severity: SeverityWarning, OpenRepairs: true})
 			}
-		case FileRefused:
+		case fileRefused:
 			refused = true
 			add(Problem{Kind: ProblemRefused, File: path, Pos: -1, From: -1, Upto: -1, What: f.Why + " (the log refuses to open)", Severity: SeverityError})
 		}
@@ -235,6 +285,7 @@ func checkPartitionState(opts CheckOptions, dir string) ([]Problem, partitionSta
 		add(Problem{Kind: ProblemRefused, File: dir, Pos: -1, From: -1, Upto: -1, What: pl.Refused.Error(), Severity: SeverityError})
 	}
 	st.bases, st.clean = pl.Segments, pl.Clean
+	st.stats.Clean, st.stats.RecoveryPoint = pl.Clean, -1
 	for _, name := range []string{recoveryPointFile, logStartOffsetFile} {
 		v, ok, err := readCheckpoint(fsys, dir, name)
 		if err != nil {
@@ -243,7 +294,20 @@ func checkPartitionState(opts CheckOptions, dir string) ([]Problem, partitionSta
 		}
 		if name == recoveryPointFile {
 			st.rp, st.haveRP = v, ok
+			if ok {
+				st.stats.RecoveryPoint = v
+			}
 		}
+	}
+	// The checkpoints were read before the follower opens: what the
+	// follower sees is at or past the recovery point they name.
+	if liveDir {
+		v, err := followerView(opts, dir)
+		if err != nil {
+			add(Problem{Kind: ProblemRefused, File: dir, Pos: -1, From: -1, Upto: -1, What: fmt.Sprintf("held by a writer, and a read-only follower cannot open it: %v", err), Severity: SeverityError})
+			return probs, st, nil
+		}
+		st.live = &v
 	}
 	durable := int64(0)
 	if st.haveRP {
@@ -254,6 +318,9 @@ func checkPartitionState(opts CheckOptions, dir string) ([]Problem, partitionSta
 			st.damaged = i
 		}
 	}
+	if st.live != nil {
+		st.bases = liveBases(st.bases, *st.live)
+	}
 	for i, base := range st.bases {
 		last := i == len(st.bases)-1
 		path := filepath.Join(dir, segment.FileName(base, segment.LogSuffix))
@@ -262,13 +329,40 @@ func checkPartitionState(opts CheckOptions, dir string) ([]Problem, partitionSta
 			empty = true // never appended to: no index file needed yet
 		}
 		chk, idxProbs := loadIndexes(fsys, dir, base, empty)
-		sc, err := scanLogEach(fsys, dir, base, -1, opts.Limits, func(pos int64, h segment.Header) {
-			chk.Batch(pos, h.IndexOffset(), h.MaxTimestamp)
-		})
+		stopAt := int64(-1)
+		if st.live != nil && last {
+			stopAt = st.live.end
+		}
+		var sc logScan
+		var err error
+		if stopAt >= 0 && stopAt <= base {
+			sc = logScan{next: base} // the writer's tail holds no whole batch yet
+		} else {
+			sc, err = scanLogEach(fsys, dir, base, stopAt, opts.Limits, func(pos int64, h segment.Header) {
+				chk.Batch(pos, h.IndexOffset(), h.MaxTimestamp)
+				st.stats.Batches++
+				st.stats.Records += int64(h.RecordCount)
+			})
+		}
+		if err != nil && st.live != nil && i == 0 && !last && errors.Is(err, os.ErrNotExist) && deletedByWriter(fsys, dir, st.bases[1]) {
+			st.ends = append(st.ends, logScan{next: st.bases[1]})
+			continue
+		}
 		if err != nil {
 			return nil, st, fmt.Errorf("storage: check %s: %w", path, err)
 		}
+		if opts.Records && sc.end > 0 {
+			if p, err := checkRecords(fsys, path, base, sc.end, opts.Limits); err != nil {
+				return nil, st, fmt.Errorf("storage: check %s: %w", path, err)
+			} else if p != nil {
+				noteDamage(i)
+				add(*p)
+			}
+		}
 		st.ends = append(st.ends, sc)
+		st.stats.Segments++
+		st.stats.Bytes += sc.end
+		st.stats.End = sc.next
 		if sc.damage != nil {
 			below := sc.next < durable
 			switch {
@@ -299,7 +393,7 @@ func checkPartitionState(opts CheckOptions, dir string) ([]Problem, partitionSta
 			add(Problem{Kind: ProblemHole, File: path, Pos: sc.end, From: sc.next, Upto: durable, What: fmt.Sprintf("the data ends at offset %d, below the recovery point %d: flushed records are missing", sc.next, durable), Severity: SeverityError})
 		}
 		// The indexes.
-		if last && !st.clean || sc.damage != nil {
+		if last && (!st.clean || st.live != nil) || sc.damage != nil {
 			// Entries past the damage (or past a torn tail) cannot be
 			// checked: the damage is the problem.
 			chk.DropPastEnd(sc.end, sc.next)
@@ -322,7 +416,7 @@ func loadIndexes(fsys vfs.FS, dir string, base int64, emptyLog bool) (*index.Che
 	tPath := filepath.Join(dir, segment.FileName(base, segment.TimeIndexSuffix))
 	var probs []string
 	read := func(path string) []byte {
-		b, err := vfs.ReadFile(fsys, path, maxIndexCheckBytes)
+		b, err := readIndexFile(fsys, path)
 		if err != nil {
 			what := "cannot be read: " + err.Error()
 			if errors.Is(err, os.ErrNotExist) {
@@ -338,4 +432,28 @@ func loadIndexes(fsys vfs.FS, dir string, base int64, emptyLog bool) (*index.Che
 	}
 	ob, tb := read(oPath), read(tPath)
 	return index.NewChecker(oPath, ob, tPath, tb, base), probs
+}
+
+// checkRecords decodes the records of the batches of the .log at path up
+// to end (the end of its valid batches) and returns the first batch whose
+// records do not decode, as a problem.
+func checkRecords(fsys vfs.FS, path string, base, end int64, lim segment.Limits) (*Problem, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := segment.NewScanner(f, end, segment.ScanOptions{File: path, Limits: lim, FirstOffset: base, Window: 1 << 20})
+	for sc.Next() {
+		b, err := sc.Batch()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := segment.ValidateRecords(b, lim); err != nil {
+			h := sc.Header()
+			return &Problem{Kind: ProblemDamage, File: path, Pos: sc.Pos(), From: h.BaseOffset, Upto: h.NextOffset(),
+				What: fmt.Sprintf("%v; the checksum matches, so recovery keeps the batch, and reads of it fail", err), Severity: SeverityError}, nil
+		}
+	}
+	return nil, sc.Err()
 }

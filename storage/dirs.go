@@ -11,121 +11,110 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
-// This file exports the package's reading of directories for tools (seglog
-// verify, describe, dump --dir): which names of a data root are partitions
-// and which are leftovers, and what each file of a partition directory is.
-// The verdict on whether a directory can be opened comes from the same
-// code that opens it (OpenStore, and the log's own listing), run
-// read-only: nothing here changes a byte on disk.
+// This file is the package's reading of directories for Check and Repair:
+// which names of a data root are partitions and which are leftovers, and
+// what each file of a partition directory is. The verdict on whether a
+// directory can be opened comes from the same code that opens it
+// (OpenStore, and the log's own listing), run read-only: nothing here
+// changes a byte on disk.
 
-// FileKind says what a name in a partition directory is to the log.
-type FileKind int
+// fileKind says what a name in a partition directory is to the log.
+type fileKind int
 
 // The kinds of file in a partition directory.
 const (
-	// FileOther is not the log's (an operator's notes): left alone.
-	FileOther FileKind = iota
-	// FileSegment is a segment's data, <base offset, 20 digits>.log.
-	FileSegment
-	// FileOffsetIndex is a segment's offset index, <base>.index.
-	FileOffsetIndex
-	// FileTimeIndex is a segment's time index, <base>.timeindex.
-	FileTimeIndex
-	// FileProducerSnapshot is idempotent producers' state, <offset>.snapshot.
-	FileProducerSnapshot
-	// FileCheckpoint is one of the one-offset checkpoints
+	// fileOther is not the log's (an operator's notes): left alone.
+	fileOther fileKind = iota
+	// fileSegment is a segment's data, <base offset, 20 digits>.log.
+	fileSegment
+	// fileOffsetIndex is a segment's offset index, <base>.index.
+	fileOffsetIndex
+	// fileTimeIndex is a segment's time index, <base>.timeindex.
+	fileTimeIndex
+	// fileProducerSnapshot is idempotent producers' state, <offset>.snapshot.
+	fileProducerSnapshot
+	// fileCheckpoint is one of the one-offset checkpoints
 	// (recovery-point, log-start-offset, high-watermark,
 	// truncation-point) or the leader epoch cache.
-	FileCheckpoint
-	// FileManifest is the segment list written at a clean close.
-	FileManifest
-	// FileCleanShutdown is the clean-shutdown marker.
-	FileCleanShutdown
-	// FileTopicConfig is the topic's configuration.
-	FileTopicConfig
-	// FileLeftover is left by an interrupted write or deletion (a
+	fileCheckpoint
+	// fileManifest is the segment list written at a clean close.
+	fileManifest
+	// fileCleanShutdown is the clean-shutdown marker.
+	fileCleanShutdown
+	// fileTopicConfig is the topic's configuration.
+	fileTopicConfig
+	// fileLeftover is left by an interrupted write or deletion (a
 	// *.tmp or *.deleted file, an index without its .log): the next
 	// writable open removes it.
-	FileLeftover
-	// FileRefused is a name or file type the log refuses to open: a
+	fileLeftover
+	// fileRefused is a name or file type the log refuses to open: a
 	// segment suffix without a 20-digit base offset, a base offset that
 	// leaves no room for a record, a segment file that is not a regular
 	// file (a symbolic link).
-	FileRefused
+	fileRefused
 )
 
 var fileKindNames = [...]string{"other", "segment", "offset index", "time index", "producer snapshot", "checkpoint", "manifest", "clean-shutdown marker", "topic config", "leftover", "refused"}
 
 // String names the kind.
-func (k FileKind) String() string {
+func (k fileKind) String() string {
 	if k < 0 || int(k) >= len(fileKindNames) {
-		return fmt.Sprintf("FileKind(%d)", int(k))
+		return fmt.Sprintf("fileKind(%d)", int(k))
 	}
 	return fileKindNames[k]
 }
 
-// Names of the files of a partition directory other than segments, for
-// tools.
-const (
-	CleanShutdownFile = cleanShutdownFile
-	ManifestFile      = manifestFile
-	TopicConfigFile   = topicConfigFile
-	HighWatermarkFile = highWatermarkFile
-	LeaderEpochFile   = leaderEpochFile
-	TruncationFile    = truncationFile
-)
-
-// ClassifyPartitionFile says what the entry name (of type mode, as
+// classifyPartitionFile says what the entry name (of type mode, as
 // fs.DirEntry.Type gives it) of a partition directory is, and the offset
 // its name carries (a segment's base offset, a snapshot's offset; 0
 // otherwise). An index is classified by its name alone: whether its .log
-// exists is ListPartition's business.
-func ClassifyPartitionFile(name string, mode fs.FileMode) (FileKind, int64) {
+// exists is listPartition's business.
+func classifyPartitionFile(name string, mode fs.FileMode) (fileKind, int64) {
 	if off, ok := segment.ParseFileName(name, snapshotSuffix); ok {
-		return FileProducerSnapshot, off
+		return fileProducerSnapshot, off
 	}
 	if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
-		return FileLeftover, 0
+		return fileLeftover, 0
 	}
 	for _, s := range []struct {
 		suffix string
-		kind   FileKind
-	}{{segment.LogSuffix, FileSegment}, {segment.IndexSuffix, FileOffsetIndex}, {segment.TimeIndexSuffix, FileTimeIndex}} {
+		kind   fileKind
+	}{{segment.LogSuffix, fileSegment}, {segment.IndexSuffix, fileOffsetIndex}, {segment.TimeIndexSuffix, fileTimeIndex}} {
 		if !strings.HasSuffix(name, s.suffix) {
 			continue
 		}
 		base, ok := segment.ParseFileName(name, s.suffix)
 		if !ok || base > MaxOffset || mode&fs.ModeSymlink != 0 || !mode.IsRegular() {
-			return FileRefused, base
+			return fileRefused, base
 		}
 		return s.kind, base
 	}
 	switch name {
 	case recoveryPointFile, logStartOffsetFile, highWatermarkFile, truncationFile, leaderEpochFile:
-		return FileCheckpoint, 0
+		return fileCheckpoint, 0
 	case manifestFile:
-		return FileManifest, 0
+		return fileManifest, 0
 	case cleanShutdownFile:
-		return FileCleanShutdown, 0
+		return fileCleanShutdown, 0
 	case topicConfigFile:
-		return FileTopicConfig, 0
+		return fileTopicConfig, 0
 	}
-	return FileOther, 0
+	return fileOther, 0
 }
 
-// PartitionFile is one entry of a partition directory.
-type PartitionFile struct {
+// partitionFile is one entry of a partition directory.
+type partitionFile struct {
 	Name   string
-	Kind   FileKind
+	Kind   fileKind
 	Offset int64 // a segment file's base offset, a snapshot's offset
 	// Why says, for a leftover or a refused file, what it is.
 	Why string
 }
 
-// PartitionListing is what ListPartition found in a partition directory.
-type PartitionListing struct {
+// partitionListing is what listPartition found in a partition directory.
+type partitionListing struct {
 	Dir       string
-	Files     []PartitionFile // every entry, sorted by name
+	Files     []partitionFile // every entry, sorted by name
 	Segments  []int64         // base offsets of the .log files, sorted
 	Snapshots []int64         // producer snapshot offsets, sorted
 	Clean     bool            // the clean-shutdown marker is there
@@ -134,41 +123,37 @@ type PartitionListing struct {
 	Refused error
 }
 
-// ListPartition lists a partition directory read-only, as the log reads it.
-func ListPartition(dir string) (PartitionListing, error) {
-	return listPartition(vfs.Default, dir)
-}
-
-func listPartition(fsys vfs.FS, dir string) (PartitionListing, error) {
-	pl := PartitionListing{Dir: dir}
+// listPartition lists a partition directory read-only, as the log reads it.
+func listPartition(fsys vfs.FS, dir string) (partitionListing, error) {
+	pl := partitionListing{Dir: dir}
 	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return pl, err
 	}
 	logs := map[int64]bool{}
 	for _, e := range entries {
-		if k, base := ClassifyPartitionFile(e.Name(), e.Type()); k == FileSegment {
+		if k, base := classifyPartitionFile(e.Name(), e.Type()); k == fileSegment {
 			logs[base] = true
 		}
 	}
 	for _, e := range entries {
 		name := e.Name()
-		k, off := ClassifyPartitionFile(name, e.Type())
-		f := PartitionFile{Name: name, Kind: k, Offset: off}
+		k, off := classifyPartitionFile(name, e.Type())
+		f := partitionFile{Name: name, Kind: k, Offset: off}
 		switch k {
-		case FileSegment:
+		case fileSegment:
 			pl.Segments = append(pl.Segments, off)
-		case FileProducerSnapshot:
+		case fileProducerSnapshot:
 			pl.Snapshots = append(pl.Snapshots, off)
-		case FileCleanShutdown:
+		case fileCleanShutdown:
 			pl.Clean = true
-		case FileOffsetIndex, FileTimeIndex:
+		case fileOffsetIndex, fileTimeIndex:
 			if !logs[off] {
-				f.Kind, f.Why = FileLeftover, "an index without its .log, left by an interrupted deletion"
+				f.Kind, f.Why = fileLeftover, "an index without its .log, left by an interrupted deletion"
 			}
-		case FileLeftover:
+		case fileLeftover:
 			f.Why = "left by an interrupted write or deletion"
-		case FileRefused:
+		case fileRefused:
 			switch {
 			case e.Type()&fs.ModeSymlink != 0 || !e.Type().IsRegular():
 				f.Why = "not a regular file (symbolic links are refused)"
@@ -180,7 +165,7 @@ func listPartition(fsys vfs.FS, dir string) (PartitionListing, error) {
 		}
 		pl.Files = append(pl.Files, f)
 	}
-	slices.SortFunc(pl.Files, func(a, b PartitionFile) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(pl.Files, func(a, b partitionFile) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(pl.Segments)
 	slices.Sort(pl.Snapshots)
 	// The verdict comes from the log's own listing, read-only.
@@ -190,12 +175,12 @@ func listPartition(fsys vfs.FS, dir string) (PartitionListing, error) {
 	return pl, nil
 }
 
-// RootListing is what ListRoot found in a data root.
-type RootListing struct {
+// rootListing is what listRoot found in a data root.
+type rootListing struct {
 	Root string
 	// Partitions are the partition directories, sorted by topic, then
 	// partition number.
-	Partitions []PartitionName
+	Partitions []partitionName
 	// Leftovers are directories left by a topic deletion that a crash
 	// interrupted: the next writable OpenStore removes them.
 	Leftovers []string
@@ -208,17 +193,17 @@ type RootListing struct {
 	Refused error
 }
 
-// PartitionName is a partition directory of a root.
-type PartitionName struct {
+// partitionName is a partition directory of a root.
+type partitionName struct {
 	Name      string // <topic>-<partition>
 	Topic     string
 	Partition int32
 	Symlink   bool // refused by OpenStore
 }
 
-// ListRoot lists a data root read-only, as OpenStore reads it.
-func ListRoot(root string) (RootListing, error) {
-	rl := RootListing{Root: root}
+// listRoot lists a data root read-only, as OpenStore reads it.
+func listRoot(root string) (rootListing, error) {
+	rl := rootListing{Root: root}
 	entries, err := vfs.Default.ReadDir(root)
 	if err != nil {
 		return rl, err
@@ -232,14 +217,14 @@ func ListRoot(root string) (RootListing, error) {
 		topic, p, ok := ParsePartitionDir(name)
 		switch {
 		case ok && e.Type()&fs.ModeSymlink != 0:
-			rl.Partitions = append(rl.Partitions, PartitionName{Name: name, Topic: topic, Partition: p, Symlink: true})
+			rl.Partitions = append(rl.Partitions, partitionName{Name: name, Topic: topic, Partition: p, Symlink: true})
 		case ok && e.IsDir():
-			rl.Partitions = append(rl.Partitions, PartitionName{Name: name, Topic: topic, Partition: p})
+			rl.Partitions = append(rl.Partitions, partitionName{Name: name, Topic: topic, Partition: p})
 		default:
 			rl.Other = append(rl.Other, name)
 		}
 	}
-	slices.SortFunc(rl.Partitions, func(a, b PartitionName) int {
+	slices.SortFunc(rl.Partitions, func(a, b partitionName) int {
 		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 			return c
 		}
@@ -254,11 +239,11 @@ func ListRoot(root string) (RootListing, error) {
 	return rl, nil
 }
 
-// IsPartitionDir reports whether dir is a partition directory rather than
+// isPartitionDir reports whether dir is a partition directory rather than
 // a data root: it is named like one and holds segment files, or holds no
 // directory but its quarantine folder (a partition never written to is
 // empty; a root holds partition directories and the offsets store).
-func IsPartitionDir(dir string) bool {
+func isPartitionDir(dir string) bool {
 	// The name is the directory's own: "." inside a partition, or a
 	// symbolic link to one, is one.
 	name := filepath.Base(filepath.Clean(dir))
@@ -274,7 +259,7 @@ func IsPartitionDir(dir string) bool {
 	}
 	subdirs := false
 	for _, e := range entries {
-		if k, _ := ClassifyPartitionFile(e.Name(), e.Type()); k == FileSegment {
+		if k, _ := classifyPartitionFile(e.Name(), e.Type()); k == fileSegment {
 			return true
 		}
 		if e.IsDir() && e.Name() != QuarantineDir {

@@ -114,7 +114,7 @@ func repairPartition(opts RepairOptions, dir string, rep *RepairReport) error {
 		}
 		defer lock.unlock()
 	}
-	probs, st, err := checkPartitionState(opts.CheckOptions, dir)
+	probs, st, err := checkPartitionState(opts.CheckOptions, dir, false)
 	if err != nil {
 		return err
 	}

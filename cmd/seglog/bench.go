@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seglog/seglog/bench"
+	"github.com/seglog/seglog/broker/brokerbench"
+	"github.com/seglog/seglog/kestrel/kestrelbench"
 )
 
 const benchDesc = `
@@ -20,6 +22,10 @@ removes afterwards. Choose workloads as arguments or with --workloads
 (comma-separated); both together run the union.
 
 Workloads: %s (e2e and random are accepted too).
+
+broker runs the Kafka broker (seglog serve) with franz-go's client over
+loopback, beside the in-process append, a plain loopback copy and
+franz-go's in-memory fake cluster.
 
 The report ends with the targets: figures seglog is designed to reach on
 a typical server (appending 1 KiB records at 2 GB/s, reading a record in
@@ -43,7 +49,7 @@ func benchCommand(e *env) *cobra.Command {
 	cmd := command(e, "bench [WORKLOAD...] [flags]", "measure the storage engine on this disk", strings.Replace(benchDesc, "%s", strings.Join(benchGroups(), ", "), 1), benchExample,
 		func(cl *cli, pos []string) int {
 			c.Workloads = append(append([]string{}, workloads...), pos...)
-			c.Extra = []bench.ExtraGroup{kestrelBenchGroup()}
+			c.Extra = []bench.ExtraGroup{brokerbench.Group(), kestrelbench.Group()}
 			ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt)
 			defer stop()
 			err := bench.RunCommand(ctx, c, o, e.stdout, e.stderr)
@@ -76,5 +82,5 @@ func benchCommand(e *env) *cobra.Command {
 // benchGroups are the workload groups of seglog bench: the bench
 // package's and the protocol servers'.
 func benchGroups() []string {
-	return append(append([]string{}, bench.Groups...), kestrelBenchGroup().Name)
+	return append(append([]string{}, bench.Groups...), brokerbench.Group().Name, kestrelbench.Group().Name)
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -154,18 +156,30 @@ func TestConsumeFollowStopsOnCancel(t *testing.T) {
 	root := t.TempDir()
 	makeLog(t, root, "t", 2, 2, 3, 0)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan result, 1)
+	defer cancel()
+	out := newLineWatcher(12)
+	var errb bytes.Buffer
+	done := make(chan int, 1)
 	go func() {
-		done <- seglogCtx(t, ctx, "", "consume", "--dir", root, "--topic", "t", "--group", "tail", "--follow")
+		done <- runContext(ctx, []string{"consume", "--dir", root, "--topic", "t", "--group", "tail", "--follow"}, strings.NewReader(""), out, &errb)
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// Every record is printed; then consume --follow waits for more.
+	select {
+	case <-out.reached:
+	case code := <-done:
+		t.Fatalf("consume --follow ended before printing every record: exit %d: %s", code, errb.String())
+	case <-time.After(10 * time.Second):
+		t.Fatalf("consume --follow printed %d lines of 12", out.lines())
+	}
 	cancel()
 	var r result
 	select {
-	case r = <-done:
+	case r.code = <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("consume --follow did not stop")
 	}
+	r.stdout, r.stderr = out.String(), errb.String()
+	noStackTrace(t, r.stderr)
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, 12, strings.Count(r.stdout, "\n"))
 	st, err := offsets.Open(filepath.Join(root, "offsets"), offsets.Options{})
@@ -421,7 +435,7 @@ func TestDirectoryLockedByAnotherProcess(t *testing.T) {
 }
 
 // TestCreateDataDirDurably: the commands that create a data directory
-// fsync the parent of every directory they create (issue 12, item 2):
+// fsync the parent of every directory they create:
 // failing that fsync fails the command, naming the directory.
 func TestCreateDataDirDurably(t *testing.T) {
 	cases := []struct {
@@ -454,4 +468,40 @@ func TestCreateDataDirDurably(t *testing.T) {
 			assert.GreaterOrEqual(t, fsys.Calls(faultfs.OpSyncDir), 2)
 		})
 	}
+}
+
+// lineWatcher is an io.Writer safe for concurrent use that closes reached
+// once n lines were written to it.
+type lineWatcher struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	n       int
+	reached chan struct{}
+}
+
+func newLineWatcher(n int) *lineWatcher {
+	return &lineWatcher{n: n, reached: make(chan struct{})}
+}
+
+func (w *lineWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	before := bytes.Count(w.buf.Bytes(), []byte("\n"))
+	n, err := w.buf.Write(p)
+	if before < w.n && before+bytes.Count(p, []byte("\n")) >= w.n {
+		close(w.reached)
+	}
+	return n, err
+}
+
+func (w *lineWatcher) lines() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Count(w.buf.Bytes(), []byte("\n"))
+}
+
+func (w *lineWatcher) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +26,15 @@ It reads the logs read-only, without taking the data directory's lock, so
 it works beside a producer or broker that writes them. Any number of
 consumers may run at once, of different groups or of one group on
 different partitions: they share the offset store.
+
+The processes of one --group reading all partitions split them. While
+seglog serve serves Kafka on the directory, each joins the group through
+the broker, as a Kafka consumer of the group (with any Kafka clients of
+it); without --follow it stops once the broker has had nothing new for it
+for 2 s. Without a broker, each takes leases (flocks under
+DIR/consumer-leases) on its share, and the others take over the
+partitions of one that exits or is killed, from the group's committed
+offsets, within a quarter of a second.
 
 Where to start, per partition (--from):
   earliest     the log start (default)
@@ -219,6 +229,13 @@ func runConsume(c *cli, dir, topic string, partition int, from fromSpec, group s
 	if !ok {
 		return code
 	}
+	if group != "" && partition < 0 {
+		if addr := kafkaListener(dir); addr != "" {
+			// A broker serves the directory: join the group through it
+			// (consume_kafka.go).
+			return runConsumeKafka(c, addr, topic, group, from, commitFirst, maxN, follow, out)
+		}
+	}
 	var ost *offsets.Store
 	if group != "" {
 		var err error
@@ -230,33 +247,81 @@ func runConsume(c *cli, dir, topic string, partition int, from fromSpec, group s
 	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cs := &consumer{c: c, topic: topic, group: group, ost: ost, commitFirst: commitFirst, max: maxN,
-		out: out, w: bufio.NewWriterSize(e.stdout, 64<<10)}
-	var starts []offsets.Commit
-	for _, p := range parts {
-		l, err := store.Follower(topic, p)
+		out: out, w: bufio.NewWriterSize(e.stdout, 64<<10), store: store, from: from}
+	if group != "" && partition < 0 {
+		// The group's processes split the partitions (consume_leases.go).
+		ls, err := joinLeases(dir, group, topic, n)
 		if err != nil {
 			return c.fail("%v", err)
 		}
-		start, committed, err := cs.startOffset(l, p, from)
+		defer ls.close()
+		cs.leases = ls
+		if parts, err = ls.rebalance(cs.release); err != nil {
+			return c.fail("%v", err)
+		}
+		cs.rebalanced = time.Now()
+	}
+	if err := cs.add(parts); err != nil {
+		return c.fail("%v", err)
+	}
+	return cs.run(ctx, follow)
+}
+
+// add starts reading partitions: from the group's committed offsets, or
+// --from (committed first, so that the group holds its place).
+func (cs *consumer) add(parts []int32) error {
+	var starts []offsets.Commit
+	for _, p := range parts {
+		l, err := cs.store.Follower(cs.topic, p)
 		if err != nil {
-			return c.fail("%s: %v", storage.PartitionDir(topic, p), err)
+			return err
+		}
+		// A partition taken over from another process may have been
+		// opened (and left) long ago: its end as the writer has it now,
+		// so that a commit past the end this log knew is not reset.
+		if _, err := l.Refresh(); err != nil {
+			return fmt.Errorf("%s: %w", storage.PartitionDir(cs.topic, p), err)
+		}
+		start, committed, err := cs.startOffset(l, p, cs.from)
+		if err != nil {
+			return fmt.Errorf("%s: %w", storage.PartitionDir(cs.topic, p), err)
 		}
 		pr := &partReader{p: p, l: l, r: l.NewReader(start), pos: start, committed: -1}
 		if committed {
 			pr.committed = start
-		} else if ost != nil {
-			starts = append(starts, offsets.Commit{Topic: topic, Partition: p, Offset: start})
+		} else if cs.ost != nil {
+			starts = append(starts, offsets.Commit{Topic: cs.topic, Partition: p, Offset: start})
 			pr.committed = start
 		}
 		cs.parts = append(cs.parts, pr)
 	}
-	// The group holds its place on every partition it reads from now on.
+	slices.SortFunc(cs.parts, func(a, b *partReader) int { return int(a.p - b.p) })
 	if len(starts) > 0 {
-		if err := ost.CommitBatch(group, starts); err != nil {
-			return c.fail("commit the starting positions of group %s: %v", group, err)
+		if err := cs.ost.CommitBatch(cs.group, starts); err != nil {
+			return fmt.Errorf("commit the starting positions of group %s: %w", cs.group, err)
 		}
 	}
-	return cs.run(ctx, follow)
+	return nil
+}
+
+// release stops reading a partition whose lease goes to another
+// process: what was printed is committed already (after each chunk).
+func (cs *consumer) release(p int32) error {
+	cs.parts = slices.DeleteFunc(cs.parts, func(pr *partReader) bool { return pr.p == p })
+	return nil
+}
+
+// rebalance looks at the group's leases again when it is time.
+func (cs *consumer) rebalance() error {
+	if cs.leases == nil || time.Since(cs.rebalanced) < leaseInterval {
+		return nil
+	}
+	cs.rebalanced = time.Now()
+	taken, err := cs.leases.rebalance(cs.release)
+	if err != nil {
+		return err
+	}
+	return cs.add(taken)
 }
 
 type partReader struct {
@@ -278,6 +343,10 @@ type consumer struct {
 	w           *bufio.Writer
 	parts       []*partReader
 	printed     int64
+	store       *storage.Store
+	from        fromSpec
+	leases      *leases   // --group over all partitions: split with the group's other processes
+	rebalanced  time.Time // when the leases were last looked at
 }
 
 // startOffset returns where to start reading partition p, and whether
@@ -320,6 +389,10 @@ const consumeChunk = 500
 func (cs *consumer) run(ctx context.Context, follow bool) int {
 	defer cs.w.Flush()
 	for {
+		if err := cs.rebalance(); err != nil {
+			cs.w.Flush()
+			return cs.c.fail("%v", err)
+		}
 		progressed := false
 		for _, pr := range cs.parts {
 			for {
@@ -343,7 +416,17 @@ func (cs *consumer) run(ctx context.Context, follow bool) int {
 		if !follow {
 			return cs.finish(ctx)
 		}
-		if pr, err := waitAny(ctx, cs.parts); err != nil {
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if cs.leases != nil {
+			// Look at the leases again in a while, records or not.
+			wctx, cancel = context.WithTimeout(ctx, leaseInterval)
+		}
+		pr, err := waitAny(wctx, cs.parts)
+		cancel()
+		if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+			continue
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return cs.finish(ctx)
 			}
@@ -519,6 +602,10 @@ func waitAny(ctx context.Context, parts []*partReader) (*partReader, error) {
 	type result struct {
 		pr  *partReader
 		err error
+	}
+	if len(parts) == 0 {
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	done := make(chan result, len(parts))
 	for _, pr := range parts {

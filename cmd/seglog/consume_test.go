@@ -17,7 +17,7 @@ import (
 )
 
 // TestConsumeTopicWithEmptyPartitions: partitions that were never
-// written read as empty (issue 12, item 16): consume prints what the
+// written read as empty: consume prints what the
 // others hold and exits 0, whatever --from says.
 func TestConsumeTopicWithEmptyPartitions(t *testing.T) {
 	root := t.TempDir()
@@ -139,7 +139,7 @@ func (f *follower) exit() int {
 
 // TestConsumeFollowBesideALaterProducer: consume --follow started on a
 // topic no record was ever appended to delivers what a producer appends
-// afterwards, to any partition (issue 12, item 16).
+// afterwards, to any partition.
 func TestConsumeFollowBesideALaterProducer(t *testing.T) {
 	root := t.TempDir()
 	r := seglog(t, "", "topics", "create", "--dir", root, "--topic", "t", "--partitions", "2")

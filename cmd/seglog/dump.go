@@ -2,25 +2,24 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 )
 
 const dumpDesc = `
 Print what is in segment files, read-only: the FILEs named, or with --dir
-every .log of a partition directory (--dir DATA/orders-0), or of a topic's
-partitions (--dir DATA --topic orders [--partition 0]), in offset order.
+every .log of a partition directory (--dir DATA/orders-0), or with --topic
+of a topic's partitions in a data directory (--dir DATA --topic orders
+[--partition 0]), in offset order.
   .log        what kafka-dump-log.sh --print-data-log prints: one line per
               batch (base and last offset, count, producer fields, leader
               epoch, transactional, control, position, timestamp type and
@@ -36,21 +35,18 @@ partitions (--dir DATA --topic orders [--partition 0]), in offset order.
   .timeindex  one line per time-index entry (timestamp, offset)
 Unused (all-zero) entries of a preallocated active index are counted, not
 printed. A damaged file is dumped up to the damage, which is reported on
-stderr with the file and byte position; the exit code is then 1.
+stderr with the file and byte position; the exit code is then 1. Every
+byte is decoded by the segment package's own scanner and decoders.
 
-Beside a running writer (a broker, seglog produce): in the newest .log of
-a partition it holds, a batch it is appending while dump reads it is read
-again, for up to 2s for each file, until it is whole (stderr notes that);
-damage that stays is reported (at the end of the data, saying that the
-partition is held). --verify-index there checks the indexes against the
-batches in the file after it read them, again, up to 3 times, while it
-finds problems: an entry can be read while the writer stores it. A
-segment older than every segment there, missing because retention
-deleted it, is a note, not damage.
+--verify-index prints, for each .log, what storage.Check (seglog verify)
+finds wrong with its .index and .timeindex. In a partition a running
+writer holds (a broker, seglog produce), dump reads up to the last whole
+batch a read-only follower sees there and says once, on stderr, that the
+tail being written is not judged.
 
 --json prints one JSON object per line instead, with a "type" field:
-"batch", "record", "offset_index_entry", "time_index_entry", "index_check"
-or "error". Keys and values are JSON strings when they are valid UTF-8, else
+"batch", "record", "offset_index_entry", "time_index_entry", "index_check",
+"note" or "error". Keys and values are JSON strings when they are valid UTF-8, else
 base64 with "key_encoding"/"value_encoding": "base64"; null is null.`
 
 const dumpExample = `
@@ -112,35 +108,29 @@ func dumpCommand(e *env) *cobra.Command {
 	f.IntVar(&partition, "partition", -1, "with --dir DATA --topic T: only this partition (-1: all)")
 	f.BoolVar(&o.records, "records", false, "print every record of each batch of a .log")
 	f.IntVar(&o.maxValue, "max-value-bytes", 256, "cut keys, values and header values longer than this in --records output (0: never)")
-	f.BoolVar(&o.verifyIndex, "verify-index", false, "check that each index entry points at the start of a batch with that offset and that the time index agrees with the batches")
+	f.BoolVar(&o.verifyIndex, "verify-index", false, "print what storage.Check finds wrong with each segment's .index and .timeindex")
 	f.BoolVar(&o.json, "json", false, "print JSON lines instead of text")
 	completeTopics(cmd, &dir)
 	return cmd
 }
 
-// dumpDirFiles lists the .log files that dump --dir names: those of a
-// partition directory, or of a topic's partitions in a data directory.
+// dumpDirFiles lists the .log files that dump --dir names: those of the
+// partition directory dir, or with --topic, of the topic's partitions in
+// the data directory dir, in offset order.
 func dumpDirFiles(c *cli, dir, topic string, partition int) ([]string, int) {
 	if err := requireDir(dir); err != nil {
 		return nil, c.fail("%v", err)
 	}
-	var dirs []string
-	if storage.IsPartitionDir(dir) {
-		if topic != "" || partition >= 0 {
-			return nil, c.usageErr("--dir %s is a partition directory: --topic and --partition are for a data directory", dir)
-		}
-		dirs = []string{dir}
-	} else {
-		if topic == "" {
-			return nil, c.usageErr("--dir %s is a data directory: say which --topic to dump", dir)
-		}
-		rl, err := storage.ListRoot(dir)
+	dirs := []string{dir}
+	if topic != "" {
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, c.fail("%v", fileErr(dir, err))
 		}
-		for _, p := range rl.Partitions {
-			if p.Topic == topic && (partition < 0 || int(p.Partition) == partition) {
-				dirs = append(dirs, filepath.Join(dir, p.Name))
+		dirs = nil
+		for _, e := range entries {
+			if t, p, ok := storage.ParsePartitionDir(e.Name()); ok && e.IsDir() && t == topic && (partition < 0 || int(p) == partition) {
+				dirs = append(dirs, filepath.Join(dir, e.Name()))
 			}
 		}
 		if len(dirs) == 0 {
@@ -149,14 +139,29 @@ func dumpDirFiles(c *cli, dir, topic string, partition int) ([]string, int) {
 			}
 			return nil, c.fail("topic %s does not exist in %s", topic, dir)
 		}
+		slices.SortFunc(dirs, func(a, b string) int {
+			_, pa, _ := storage.ParsePartitionDir(filepath.Base(a))
+			_, pb, _ := storage.ParsePartitionDir(filepath.Base(b))
+			return int(pa) - int(pb)
+		})
 	}
 	var files []string
 	for _, d := range dirs {
-		pl, err := storage.ListPartition(d)
+		entries, err := os.ReadDir(d)
 		if err != nil {
 			return nil, c.fail("%v", fileErr(d, err))
 		}
-		for _, base := range pl.Segments {
+		var bases []int64
+		for _, e := range entries {
+			if base, ok := segment.ParseFileName(e.Name(), segment.LogSuffix); ok {
+				bases = append(bases, base)
+			}
+			if _, _, ok := storage.ParsePartitionDir(e.Name()); ok && e.IsDir() && topic == "" {
+				return nil, c.usageErr("--dir %s holds partition directories: say which --topic to dump", d)
+			}
+		}
+		slices.Sort(bases)
+		for _, base := range bases {
 			files = append(files, filepath.Join(d, segment.FileName(base, segment.LogSuffix)))
 		}
 	}
@@ -171,9 +176,7 @@ type dumper struct {
 	name     string
 	problems int
 
-	dirs      map[string]liveDir // by real path; see liveness
-	liveTries int                // pauses of a live walk (0: liveRereads)
-	livePause func()             // waits before a reread (nil: liveRereadGap)
+	checks map[string]storage.Report // storage.Check of each directory, by path
 }
 
 type errorJSON struct {
@@ -201,47 +204,35 @@ func (d *dumper) problem(file string, pos int64, msg string) {
 func (d *dumper) file(path string) {
 	switch {
 	case strings.HasSuffix(path, segment.LogSuffix):
-		// Whether a writer may be appending to it is asked before its
-		// size is read: a segment it rolled from meanwhile has all its
-		// batches (its seal may still store the last time entry).
 		base, named := segmentBase(path)
-		held, appending := d.liveness(path, base, named)
-		f, size, err := openLogFile(path)
-		if err != nil {
-			if held && named && errors.Is(err, fs.ErrNotExist) && d.retired(path, base) {
-				d.note("%s: deleted by the writer's retention (every segment there now is newer)", path)
+		tail := int64(-1)
+		if named {
+			// A partition a writer holds is judged up to the last whole
+			// batch its follower sees, asked before the file's size is
+			// read: what the writer appends meanwhile lies past it.
+			end, held, err := storage.WriterEnd(filepath.Dir(path))
+			if err != nil {
+				d.problem(path, -1, fmt.Sprintf("%s: held by a writer, and a read-only follower cannot open it: %v", path, err))
 				return
 			}
+			if held {
+				tail = end
+			}
+		}
+		f, size, err := openLogFile(path)
+		if err != nil {
 			d.problem(path, -1, err.Error())
 			return
 		}
 		defer f.Close()
-		var live *os.File
-		if appending {
-			live = f
-		}
-		var chk *index.Checker
+		d.log(newBatchWalk(f, size, path, base, named), tail)
 		if d.o.verifyIndex {
-			if !named {
-				d.problem(path, -1, fmt.Sprintf("%s: --verify-index needs a segment file name (20 digits of base offset)", path))
-			} else if live == nil {
-				chk = loadIndexChecker(path, base, size)
-			}
-		}
-		end := d.log(d.newLogWalk(f, size, path, live), base, named, chk)
-		switch {
-		case !d.o.verifyIndex || !named:
-		case held && deleted(f):
-			d.gone(path, base)
-		case live != nil:
-			d.liveIndexCheck(f, path, base, end, true, liveIndexChecks)
-		default:
-			d.finishIndexCheck(chk, f, path, base, end, held)
+			d.indexCheck(path)
 		}
 	case strings.HasSuffix(path, segment.IndexSuffix), strings.HasSuffix(path, segment.TimeIndexSuffix):
 		d.index(path)
 		if d.o.verifyIndex {
-			d.verifyIndexOf(path)
+			d.indexCheck(siblingPath(path, segment.LogSuffix))
 		}
 	}
 }
@@ -325,10 +316,11 @@ func nullableLen(b []byte) int {
 	return len(b)
 }
 
-// log dumps the .log that s walks and returns where the walk ended. It
-// never panics on any bytes: every decoding is the segment package's
-// hostile-input-safe decoders. chk, if not nil, is fed every batch.
-func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) int64 {
+// log dumps the .log that s walks. It never panics on any bytes: every
+// decoding is the segment package's hostile-input-safe decoders. tail >= 0
+// is where the tail a writer is appending begins: batches from there on
+// are not read.
+func (d *dumper) log(s *batchWalk, tail int64) {
 	path := s.path
 	if !d.o.json {
 		fmt.Fprintf(d.w, "Dumping %s\n", path)
@@ -337,9 +329,13 @@ func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) int
 		}
 	}
 	var it segment.RecordIter
-	next, haveNext := base, named
+	stopped := false
 	for s.Next() {
 		h, pos := s.Header, s.Pos
+		if tail >= 0 && h.BaseOffset >= tail {
+			stopped = true
+			break
+		}
 		valid := s.VerifyErr == nil
 		if d.o.json {
 			_ = writeJSONLine(d.w, batchJSON{Type: "batch", File: path, BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(),
@@ -352,39 +348,35 @@ func (d *dumper) log(s *logWalk, base int64, named bool, chk *index.Checker) int
 			fmt.Fprintln(d.w, kafkaBatchLine(h, pos, valid))
 		}
 		if !valid {
-			d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch at offset %d: %v%s", path, pos, h.BaseOffset, s.VerifyErr, s.held()))
-		}
-		if haveNext && h.BaseOffset != next {
-			d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch base offset %d, expected %d (offsets must follow on)", path, pos, h.BaseOffset, next))
-		}
-		next, haveNext = h.NextOffset(), true
-		if chk != nil {
-			chk.Batch(pos, h.IndexOffset(), h.MaxTimestamp)
+			d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch at offset %d: %v", path, pos, h.BaseOffset, s.VerifyErr))
 		}
 		if d.o.records && valid {
 			d.records(&it, s.Batch, path, pos)
 		}
 	}
-	s.note()
-	if err := s.Err(); err != nil {
-		d.problem(path, s.End(), err.Error()+s.held())
-	}
-	return s.End()
-}
-
-// finishIndexCheck reports the index check of a .log that no writer is
-// appending to, which the walk fed up to end. In a directory a writer
-// holds (held), a segment it rolled from may be having its last time
-// entry stored by the seal while dump reads it: a check with problems
-// is done again there, as beside the writer.
-func (d *dumper) finishIndexCheck(chk *index.Checker, f *os.File, path string, base, end int64, held bool) {
-	problems := chk.Finish(end)
-	if len(problems) > 0 && held {
-		d.pause()
-		d.liveIndexCheck(f, path, base, end, false, liveIndexChecks-1)
+	if tail >= 0 && (stopped || s.Err() != nil && s.sc.NextOffset() >= tail) {
+		d.note(path, fmt.Sprintf("%s: held by a writer: read up to offset %d, the last whole batch a read-only follower sees; the tail being written is not judged", path, tail))
 		return
 	}
-	d.indexCheckResult(chk, path, problems)
+	if err := s.Err(); err != nil {
+		d.problem(path, s.End(), err.Error())
+	}
+}
+
+// note says something on stderr (and, with --json, in the output) that
+// is not a problem.
+func (d *dumper) note(file, msg string) {
+	if d.o.json {
+		_ = writeJSONLine(d.w, noteJSON{Type: "note", File: file, Note: msg})
+	}
+	_ = d.w.Flush()
+	fmt.Fprintf(d.stderr, "%s: %s\n", d.name, msg)
+}
+
+type noteJSON struct {
+	Type string `json:"type"`
+	File string `json:"file"`
+	Note string `json:"note"`
 }
 
 func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos int64) {
@@ -412,71 +404,49 @@ func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos 
 }
 
 type indexCheckJSON struct {
-	Type          string   `json:"type"`
-	OffsetIndex   string   `json:"offset_index"`
-	TimeIndex     string   `json:"time_index"`
-	OffsetEntries int      `json:"offset_entries"`
-	TimeEntries   int      `json:"time_entries"`
-	OK            bool     `json:"ok"`
-	Problems      []string `json:"problems"`
+	Type     string   `json:"type"`
+	Log      string   `json:"log"`
+	OK       bool     `json:"ok"`
+	Problems []string `json:"problems"`
 }
 
-func (d *dumper) indexCheckResult(chk *index.Checker, logPath string, problems []string) {
-	oPath, tPath := siblingPath(logPath, segment.IndexSuffix), siblingPath(logPath, segment.TimeIndexSuffix)
+// indexCheck prints what storage.Check finds wrong with the indexes of the
+// segment whose .log is logPath (Check runs once per directory).
+func (d *dumper) indexCheck(logPath string) {
+	dir := filepath.Dir(logPath)
+	rep, ok := d.checks[dir]
+	if !ok {
+		var err error
+		rep, err = storage.Check(dir, storage.CheckOptions{})
+		if err != nil {
+			d.problem(logPath, -1, fmt.Sprintf("--verify-index: %v", err))
+			return
+		}
+		if d.checks == nil {
+			d.checks = map[string]storage.Report{}
+		}
+		d.checks[dir] = rep
+	}
+	problems := []string{}
+	for _, p := range rep.Problems {
+		if p.Kind == storage.ProblemIndex && filepath.Clean(p.File) == filepath.Clean(logPath) {
+			problems = append(problems, p.What)
+		}
+	}
 	if d.o.json {
-		_ = writeJSONLine(d.w, indexCheckJSON{Type: "index_check", OffsetIndex: oPath, TimeIndex: tPath,
-			OffsetEntries: chk.OffsetEntries(), TimeEntries: chk.TimeEntries(), OK: len(problems) == 0, Problems: append([]string{}, problems...)})
+		_ = writeJSONLine(d.w, indexCheckJSON{Type: "index_check", Log: logPath, OK: len(problems) == 0, Problems: problems})
 	} else {
 		status := "ok"
 		if n := len(problems); n > 0 {
 			status = plural(int64(n), "problem") + ", see stderr"
 		}
-		fmt.Fprintf(d.w, "Index check %s (%s), %s (%s): %s\n", oPath, plural(int64(chk.OffsetEntries()), "entry"), tPath, plural(int64(chk.TimeEntries()), "entry"), status)
+		fmt.Fprintf(d.w, "Index check of %s: %s\n", logPath, status)
 	}
 	_ = d.w.Flush()
 	for _, p := range problems {
 		d.problems++
 		fmt.Fprintf(d.stderr, "%s: %s\n", d.name, p)
 	}
-}
-
-// verifyIndexOf checks an index file against its segment's .log, scanned
-// without printing it.
-func (d *dumper) verifyIndexOf(path string) {
-	base, ok := segmentBase(path)
-	if !ok {
-		d.problem(path, -1, fmt.Sprintf("%s: --verify-index needs a segment file name (20 digits of base offset)", path))
-		return
-	}
-	logPath := siblingPath(path, segment.LogSuffix)
-	held, appending := d.liveness(logPath, base, true)
-	f, size, err := openLogFile(logPath)
-	if err != nil {
-		d.problem(logPath, -1, fmt.Sprintf("--verify-index of %s needs its log: %v", path, err))
-		return
-	}
-	defer f.Close()
-	if appending {
-		// Its end is read as dump of the .log reads it: a batch being
-		// appended is read again.
-		s := d.newLogWalk(f, size, logPath, f)
-		for s.Next() {
-		}
-		if err := s.Err(); err != nil {
-			d.problem(logPath, s.End(), fmt.Sprintf("%v (the log is damaged: entries after byte %d cannot be checked)%s", err, s.End(), s.held()))
-		}
-		d.liveIndexCheck(f, logPath, base, s.End(), true, liveIndexChecks)
-		return
-	}
-	chk := loadIndexChecker(logPath, base, size)
-	s := newBatchWalk(f, size, logPath)
-	for s.Next() {
-		chk.Batch(s.Pos, s.Header.IndexOffset(), s.Header.MaxTimestamp)
-	}
-	if err := s.Err(); err != nil {
-		chk.Problemf("%v (the log is damaged: entries after byte %d cannot be checked)", err, s.End())
-	}
-	d.finishIndexCheck(chk, f, logPath, base, s.End(), held)
 }
 
 type offsetEntryJSON struct {
@@ -495,8 +465,8 @@ type timeEntryJSON struct {
 	Offset    int64  `json:"offset"`
 }
 
-// index dumps an .index or .timeindex file with index.DecodeOffsetEntries
-// or index.DecodeTimeEntries.
+// index dumps an .index or .timeindex file with the segment package's
+// index decoders.
 func (d *dumper) index(path string) {
 	b, err := readSmallFile(path)
 	if err != nil {
@@ -515,16 +485,12 @@ func (d *dumper) index(path string) {
 		}
 		fmt.Fprintf(d.w, "Dumping %s (%s, base offset %d)\n", path, kind, base)
 	}
-	var used, total int
-	var decErr error
-	var tail error
-	entrySize := index.OffsetEntrySize
+	var c segment.IndexContent
+	var used int
 	if isTime {
-		entrySize = index.TimeEntrySize
-		all, err := index.DecodeTimeEntries(b, base)
-		entries, t := index.UsedTimeEntries(all, base)
-		used, total, decErr, tail = len(entries), len(all), err, t
-		for i, e := range entries {
+		c = segment.DecodeTimeIndex(b, base)
+		used = len(c.Times)
+		for i, e := range c.Times {
 			if d.o.json {
 				_ = writeJSONLine(d.w, timeEntryJSON{Type: "time_index_entry", File: path, Entry: i, Timestamp: e.Timestamp, Offset: e.Offset})
 			} else {
@@ -532,10 +498,9 @@ func (d *dumper) index(path string) {
 			}
 		}
 	} else {
-		all, err := index.DecodeOffsetEntries(b, base)
-		entries, t := index.UsedOffsetEntries(all, base)
-		used, total, decErr, tail = len(entries), len(all), err, t
-		for i, e := range entries {
+		c = segment.DecodeOffsetIndex(b, base)
+		used = len(c.Offsets)
+		for i, e := range c.Offsets {
 			if d.o.json {
 				_ = writeJSONLine(d.w, offsetEntryJSON{Type: "offset_index_entry", File: path, Entry: i, Offset: e.Offset, Position: e.Position})
 			} else {
@@ -543,14 +508,14 @@ func (d *dumper) index(path string) {
 			}
 		}
 	}
-	if !d.o.json && total > used {
-		fmt.Fprintf(d.w, "(%s: preallocated space of an active segment)\n", plural(int64(total-used), "unused all-zero entry"))
+	if !d.o.json && c.Entries > used {
+		fmt.Fprintf(d.w, "(%s: preallocated space of an active segment)\n", plural(int64(c.Entries-used), "unused all-zero entry"))
 	}
-	if tail != nil {
-		d.problem(path, int64(used*entrySize), fmt.Sprintf("%s: %v", path, tail))
+	if c.Tail != nil {
+		d.problem(path, int64(used*c.EntrySize), fmt.Sprintf("%s: %v", path, c.Tail))
 	}
-	if decErr != nil {
-		d.problem(path, int64(total*entrySize), fmt.Sprintf("%s at byte %d: %v", path, total*entrySize, decErr))
+	if c.Err != nil {
+		d.problem(path, int64(c.Entries*c.EntrySize), fmt.Sprintf("%s at byte %d: %v", path, c.Entries*c.EntrySize, c.Err))
 	}
 }
 
@@ -560,7 +525,7 @@ func dumpLogBytes(w, stderr io.Writer, data []byte, name string, o dumpOptions) 
 	bw := bufio.NewWriter(w)
 	d := &dumper{w: bw, stderr: stderr, o: o, name: "seglog dump"}
 	base, named := segmentBase(name)
-	d.log(d.newLogWalk(readerAtBytes(data), int64(len(data)), name, nil), base, named, nil)
+	d.log(newBatchWalk(readerAtBytes(data), int64(len(data)), name, base, named), -1)
 	_ = bw.Flush()
 	return d.problems
 }

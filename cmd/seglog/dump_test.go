@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -115,6 +116,16 @@ func TestDumpDamagedFile(t *testing.T) {
 		assert.Contains(t, r.stdout, `"type":"error"`)
 		assert.Contains(t, r.stderr, p+" at byte "+itoa(first.Size())+": seglog: corrupt data: unknown version (magic) 9")
 	})
+	t.Run("offsets that do not follow on", func(t *testing.T) {
+		// The file named as if its first batch were at offset 5: the
+		// scanner, as recovery's, stops at the first batch.
+		p := filepath.Join(t.TempDir(), segment.FileName(5, segment.LogSuffix))
+		require.NoError(t, os.WriteFile(p, clean, 0o644))
+		r := seglog(t, "", "dump", p)
+		assert.Equal(t, 1, r.code)
+		assert.NotContains(t, r.stdout, "baseOffset: ")
+		assert.Contains(t, r.stderr, p+" at byte 0: seglog: corrupt data: batch base offset 0, expected 5")
+	})
 	t.Run("index pointing inside a batch", func(t *testing.T) {
 		d := filepath.Join(t.TempDir(), "x-0")
 		require.NoError(t, os.MkdirAll(d, 0o755))
@@ -185,4 +196,43 @@ func FuzzDumpLog(f *testing.F) {
 			dumpLogBytes(io.Discard, io.Discard, data, "00000000000000000000.log", o)
 		}
 	})
+}
+
+// TestDumpBesideAWriter: in a partition a writer holds, dump prints the
+// batches up to the last whole one a follower sees and says once that the
+// tail being written is not judged (exit 0); where no writer holds it, the
+// same half batch is damage (exit 1).
+func TestDumpBesideAWriter(t *testing.T) {
+	for _, locked := range []bool{true, false} {
+		t.Run(map[bool]string{true: "held", false: "not held"}[locked], func(t *testing.T) {
+			root := t.TempDir()
+			makeLog(t, root, "t", 1, 4, 5, 0)
+			dir := filepath.Join(root, "t-0")
+			logPath := filepath.Join(dir, segment.FileName(0, segment.LogSuffix))
+			b, err := segment.AppendBatch(nil, []segment.Record{{Value: []byte("being written")}}, segment.EncodeOptions{BaseOffset: 20})
+			require.NoError(t, err)
+			f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+			require.NoError(t, err)
+			_, err = f.Write(b[:len(b)/2])
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			require.NoError(t, os.Remove(filepath.Join(dir, ".clean-shutdown")))
+			if locked {
+				lock, err := os.Open(root)
+				require.NoError(t, err)
+				defer lock.Close()
+				require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+			}
+			r := seglog(t, "", "dump", "--dir", dir)
+			assert.Equal(t, 4, strings.Count(r.stdout, "baseOffset: "), r.stdout)
+			if locked {
+				assert.Equal(t, 0, r.code, r.stderr)
+				assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+				assert.Contains(t, r.stderr, "held by a writer: read up to offset 20, the last whole batch a read-only follower sees; the tail being written is not judged")
+				return
+			}
+			assert.Equal(t, 1, r.code)
+			assert.Contains(t, r.stderr, "less than a batch header")
+		})
+	}
 }

@@ -10,9 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/segment"
-	"github.com/seglog/seglog/vfs"
 )
 
 // batchWalk walks the batches of a .log read through an io.ReaderAt,
@@ -26,6 +24,7 @@ import (
 // returned with VerifyErr set, and the walk goes on: its length field
 // still frames the next batch.
 type batchWalk struct {
+	path  string
 	sc    *segment.Scanner
 	err   error // reading the current batch failed
 	errAt int64 // where that batch starts
@@ -37,13 +36,12 @@ type batchWalk struct {
 	VerifyErr error
 }
 
-func newBatchWalk(r io.ReaderAt, size int64, path string) *batchWalk {
-	return newBatchWalkFrom(r, size, path, 0)
-}
-
-// newBatchWalkFrom walks the batches from position start on.
-func newBatchWalkFrom(r io.ReaderAt, size int64, path string, start int64) *batchWalk {
-	return &batchWalk{sc: segment.NewScanner(r, size, segment.ScanOptions{File: path, Window: 256 << 10, Start: start})}
+// newBatchWalk walks the batches of the .log at path, size bytes of r.
+// For a file named like a segment (named, base its base offset), the
+// scanner also checks that offsets follow on from base, as recovery's
+// scan does: a batch that does not is damage that stops the walk.
+func newBatchWalk(r io.ReaderAt, size int64, path string, base int64, named bool) *batchWalk {
+	return &batchWalk{path: path, sc: segment.NewScanner(r, size, segment.ScanOptions{File: path, Window: 256 << 10, CheckOffsets: named, FirstOffset: base})}
 }
 
 // Next advances to the next batch; false at the end of the file or at
@@ -179,39 +177,6 @@ func openLogFile(path string) (*os.File, int64, error) {
 	return f, fi.Size(), nil
 }
 
-// loadIndexChecker reads the indexes of the segment whose .log is logPath
-// and logSize bytes long, into an index.Checker. Files that do not exist
-// or cannot be read are problems, not errors, except that a segment never
-// appended to (an empty .log) needs no index files: the log creates them
-// with its first batch.
-func loadIndexChecker(logPath string, base, logSize int64) *index.Checker {
-	oPath, tPath := siblingPath(logPath, segment.IndexSuffix), siblingPath(logPath, segment.TimeIndexSuffix)
-	var problems []string
-	read := func(path string) []byte {
-		b, err := readSmallFile(path)
-		if err != nil {
-			if !(logSize == 0 && errors.Is(err, fs.ErrNotExist)) {
-				problems = append(problems, err.Error())
-			}
-			return nil
-		}
-		return b
-	}
-	ob, tb := read(oPath), read(tPath)
-	c := index.NewChecker(oPath, ob, tPath, tb, base)
-	for _, p := range problems {
-		c.Problemf("%s", p)
-	}
-	return c
-}
-
-// isCorrupt reports whether err is damage in the data (as opposed to an
-// I/O error).
-func isCorrupt(err error) bool {
-	var ce *segment.CorruptError
-	return errors.As(err, &ce) || errors.Is(err, segment.ErrCorrupt) || errors.Is(err, index.ErrCorrupt)
-}
-
 // readerAtBytes is a byte slice read like a file.
 type readerAtBytes []byte
 
@@ -225,13 +190,4 @@ func (b readerAtBytes) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
-}
-
-// dirName returns the name of directory dir itself: that of the working
-// directory for ".", that of the directory a symbolic link leads to.
-func dirName(dir string) string {
-	if real, err := vfs.RealPath(dir); err == nil {
-		return filepath.Base(real)
-	}
-	return filepath.Base(filepath.Clean(dir))
 }

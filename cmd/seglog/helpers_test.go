@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 	"github.com/seglog/seglog/vfs"
 )
@@ -117,4 +120,20 @@ func seglogFS(t testing.TB, fsys vfs.FS, stdin string, args ...string) result {
 	r := result{code: code, stdout: out.String(), stderr: errb.String()}
 	noStackTrace(t, r.stderr)
 	return r
+}
+
+// segmentBases returns the base offsets of the .log files of the
+// partition directory dir, sorted.
+func segmentBases(t testing.TB, dir string) []int64 {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var bases []int64
+	for _, e := range entries {
+		if base, ok := segment.ParseFileName(e.Name(), segment.LogSuffix); ok {
+			bases = append(bases, base)
+		}
+	}
+	slices.Sort(bases)
+	return bases
 }

@@ -15,10 +15,10 @@
 // file and byte position involved.
 //
 // The tool stays thin: it decodes with the library's own decoders
-// (segment.NewScanner, segment.Verify, segment.RecordIter, the index
-// package's decoders and Checker, storage.ReadCheckpoint,
-// storage.ReadTopicConfig) and classifies directories with storage's
-// (storage.ListRoot, storage.ListPartition). Listing commands (topics,
+// (segment.NewScanner, segment.Verify, segment.RecordIter,
+// segment.DecodeOffsetIndex, storage.ReadCheckpoint,
+// storage.ReadTopicConfig) and prints what the library's checks return
+// (storage.Check, offsets.Check, storage.Repair). Listing commands (topics,
 // describe, offsets, dump, verify) open everything read-only: they change
 // no byte of a data directory, also beside a running producer or broker.
 package main

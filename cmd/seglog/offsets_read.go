@@ -28,22 +28,6 @@ func openOffsets(dir string) (*offsets.Store, error) {
 	return st, err
 }
 
-// offsetStoreBusy reports whether a process holds the data directory's
-// offset store open to write: one of its lock files (offsets.Files says
-// which) is flocked.
-func offsetStoreBusy(dir string) bool {
-	files, err := offsets.Files(offsetsPath(dir))
-	if err != nil {
-		return false
-	}
-	for _, f := range files {
-		if f.Kind == offsets.FileLock && inUse(filepath.Join(offsetsPath(dir), f.Name)) {
-			return true
-		}
-	}
-	return false
-}
-
 // readOffsets opens the data directory's offset store read-only
 // (offsets.OpenReadOnly): no lock, no byte changed, beside any process
 // that writes it. note, when not nil, hears what offsets.Files says of the

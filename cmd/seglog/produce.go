@@ -67,18 +67,13 @@ seq 1000000 | seglog produce --dir /tmp/data --topic bench --batch 5000 > /dev/n
 seglog consume --dir /a --topic t --format json | seglog produce --dir /b --topic t --format json
 find . -print0 | seglog produce --dir /tmp/data --topic files --delimiter '\0'`
 
-// recordOverhead bounds what the batch format adds to a record's key and
-// value: its length, attributes, timestamp and offset deltas, key and
-// value lengths and header count, as varints.
-const recordOverhead = 32
-
 // maxBatchBytes is the largest batch the engine accepts (produce uses the
 // storage default limits).
 const maxBatchBytes = segment.DefaultMaxBatchBytes
 
 // maxLineBytes is the longest line produce accepts: a batch of that one
 // line is at most maxBatchBytes (before compression).
-const maxLineBytes = maxBatchBytes - segment.HeaderSize - recordOverhead
+var maxLineBytes = segment.DefaultLimits.MaxRecordBytes()
 
 // defaultBatchBytes is the default --batch-bytes.
 const defaultBatchBytes = 1 << 20
@@ -246,7 +241,7 @@ func (p *producer) setup(partitions int) int {
 
 // lineSize is what a line adds to a batch, at most: its bytes and the
 // record's framing.
-func lineSize(line []byte) int { return len(line) + recordOverhead }
+func lineSize(line []byte) int { return len(line) + segment.MaxRecordOverhead }
 
 // chunk is a run of lines the reader got without waiting, at most one
 // batch: up to the line cap and the byte cap.

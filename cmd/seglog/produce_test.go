@@ -53,8 +53,8 @@ func dumpBatches(t *testing.T, dir string) []dumpedBatch {
 }
 
 // TestProduceBatchBytes: batches are capped by bytes as well as lines
-// (issue 12, item 17): 1,000 lines of 20 KB made one 20 MB batch that the
-// engine refused, losing all of it. --linger holds lines back until a
+// so that 1,000 lines of 20 KB do not make one 20 MB batch that the
+// engine refuses, losing all of it. --linger holds lines back until a
 // batch is full, so the caps alone cut the batches (the input is all
 // there; the end of input ends the wait): every batch but the last is
 // full.
@@ -72,7 +72,7 @@ func TestProduceBatchBytes(t *testing.T) {
 		{"512KiB zstd", 200, []string{"--batch-bytes", "512KiB", "--compression", "zstd"}, 512 << 10, 200 * lineBytes / (512 << 10), 0},
 		{"plain bytes", 200, []string{"--batch-bytes", "100000"}, 100000, 200 * lineBytes / 100000, 0},
 		{"a line larger than the cap goes alone", 30, []string{"--batch-bytes", "10KiB"}, 10 << 10, 30, 0},
-		{"the line cap still applies", 100, []string{"--batch", "7"}, segment.HeaderSize + 7*(lineBytes+recordOverhead), 100 / 7, 7},
+		{"the line cap still applies", 100, []string{"--batch", "7"}, segment.HeaderSize + 7*(lineBytes+segment.MaxRecordOverhead), 100 / 7, 7},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +88,7 @@ func TestProduceBatchBytes(t *testing.T) {
 			total := 0
 			for i, b := range batches {
 				total += int(b.Count)
-				size := func(lines int) int { return segment.HeaderSize + lines*(lineBytes+recordOverhead) }
+				size := func(lines int) int { return segment.HeaderSize + lines*(lineBytes+segment.MaxRecordOverhead) }
 				if b.Count > 1 {
 					assert.LessOrEqual(t, size(int(b.Count)), tc.cap, "batch %d: %d lines", i, b.Count)
 				}
@@ -125,7 +125,7 @@ func keysFor(t *testing.T) (string, string) {
 
 // TestProduceStopReportsWhatWasAppended: when produce stops on an error,
 // everything before the failing line or batch is appended and stderr
-// says exactly which lines were, at which offsets (issue 12, item 17).
+// says exactly which lines were, at which offsets.
 func TestProduceStopReportsWhatWasAppended(t *testing.T) {
 	k0, k1 := keysFor(t)
 	numbered := func(n int, f func(i int) string) string {

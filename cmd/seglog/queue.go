@@ -203,13 +203,13 @@ func putLines(c *cli, q *queue.Queue, stdin io.Reader, stdout io.Writer, ttl tim
 				}
 				return c.fail("line %d: %d bytes, more than an item can hold (%d); lines before it were put", line, len(b), maxLineBytes)
 			}
-			if bytes+len(b)+recordOverhead > defaultBatchBytes || len(msgs) == queuePutBatch {
+			if bytes+len(b)+segment.MaxRecordOverhead > defaultBatchBytes || len(msgs) == queuePutBatch {
 				if err := flush(); err != nil {
 					return c.fail("%v", err)
 				}
 			}
 			msgs = append(msgs, queue.Message{Value: b, TTL: ttl})
-			bytes += len(b) + recordOverhead
+			bytes += len(b) + segment.MaxRecordOverhead
 		}
 		if err == io.EOF {
 			break

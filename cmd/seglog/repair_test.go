@@ -21,10 +21,8 @@ func TestRepairLeavesVerifyClean(t *testing.T) {
 	root := t.TempDir()
 	makeLog(t, root, "orders", 2, 30, 5, 1024)
 	p0, p1 := filepath.Join(root, "orders-0"), filepath.Join(root, "orders-1")
-	segs0, err := storage.ListPartition(p0)
-	require.NoError(t, err)
-	require.Greater(t, len(segs0.Segments), 3)
-	bases := segs0.Segments
+	bases := segmentBases(t, p0)
+	require.Greater(t, len(bases), 3)
 
 	// orders-0: a sealed segment's index gone, another's time index cut
 	// short, an index without its .log.
@@ -35,9 +33,8 @@ func TestRepairLeavesVerifyClean(t *testing.T) {
 	require.NoError(t, os.Truncate(ti, fi.Size()-3))
 	require.NoError(t, os.WriteFile(filepath.Join(p0, segment.FileName(1<<40, segment.IndexSuffix)), make([]byte, 8), 0o640))
 	// orders-1: a bit flip in a sealed segment, below the recovery point.
-	pl1, err := storage.ListPartition(p1)
-	require.NoError(t, err)
-	flip(t, filepath.Join(p1, segment.FileName(pl1.Segments[1], segment.LogSuffix)), segment.HeaderSize+20)
+	bases1 := segmentBases(t, p1)
+	flip(t, filepath.Join(p1, segment.FileName(bases1[1], segment.LogSuffix)), segment.HeaderSize+20)
 
 	r := seglog(t, "", "verify", root)
 	require.Equal(t, exitFailure, r.code, "verify finds the damage")
@@ -53,14 +50,14 @@ func TestRepairLeavesVerifyClean(t *testing.T) {
 	r = seglog(t, "", "repair", "--apply", root)
 	assert.Equal(t, exitFailure, r.code, "the damage in orders-1 is left: %s", r.stdout)
 	assert.Contains(t, r.stdout, "did rebuild-index")
-	assert.Contains(t, r.stdout, "left: error: "+filepath.Join(p1, segment.FileName(pl1.Segments[1], segment.LogSuffix)))
+	assert.Contains(t, r.stdout, "left: error: "+filepath.Join(p1, segment.FileName(bases1[1], segment.LogSuffix)))
 	assert.FileExists(t, filepath.Join(p0, storage.QuarantineDir, segment.FileName(1<<40, segment.IndexSuffix)))
 	r = seglog(t, "", "verify", p0)
 	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 
 	r = seglog(t, "", "repair", "--apply", "--truncate-at-damage", root)
 	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
-	assert.Contains(t, r.stdout, "did truncate: "+filepath.Join(p1, segment.FileName(pl1.Segments[1], segment.LogSuffix))+": cut at byte 0: offsets "+itoa(int(pl1.Segments[1]))+" to 149 go")
+	assert.Contains(t, r.stdout, "did truncate: "+filepath.Join(p1, segment.FileName(bases1[1], segment.LogSuffix))+": cut at byte 0: offsets "+itoa(int(bases1[1]))+" to 149 go")
 	assert.Contains(t, r.stdout, "0 problems left")
 
 	r = seglog(t, "", "verify", root)

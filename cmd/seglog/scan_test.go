@@ -41,8 +41,8 @@ func largeBatchLog(t *testing.T, dir string, codec segment.Codec, sizes []int) i
 }
 
 // TestLargeBatches: dump and verify read batches of any size up to the
-// limits, not only those that fit the first read buffer (issue 12, item
-// 15: a batch over 64 KiB was reported as "unknown version 0").
+// limits, not only those that fit the first read buffer (a batch over
+// 64 KiB must not read as "unknown version 0").
 func TestLargeBatches(t *testing.T) {
 	sizes := []int{100 << 10, 2 << 20, 1 << 20, 100 << 10, 2<<20 + 512<<10}
 	for _, codec := range []segment.Codec{segment.CodecNone, segment.CodecGzip, segment.CodecSnappy, segment.CodecLZ4, segment.CodecZstd} {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/seglog/seglog/metrics"
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/storage"
 )
@@ -20,20 +21,43 @@ import (
 const serveDesc = `
 Serve a data directory over the network: each protocol is a listener of
 its own, enabled by its flag, all over the one data directory opened
-(and created) here. At least one listener is required.
+(and created) here. Without a listener flag it serves Kafka on
+127.0.0.1:9092.
 
+  --listen ADDR      Kafka's protocol: a one-node broker (node 0, leader of
+                     every partition) for any Kafka client (Java,
+                     librdkafka and kcat, franz-go, ...); default address
+                     127.0.0.1:9092
   --kestrel[=ADDR]   Kestrel's memcache text protocol over queues (default
                      address 127.0.0.1:22133; give an address with "=")
 
---sync is the fsync policy of the logs (the queues' items): with always
-(the default) a set answered STORED is on disk. Consumer positions (a
-queue's confirmed reads) are always fsynced.
+Kafka: records are stored as the clients encoded them and fetched back
+from the segment files with sendfile; consumer groups split partitions
+(Kafka's classic group protocol) and commit into the data directory's
+offset store ('seglog offsets' shows them); idempotent producers are
+checked by each partition's producer state. Topics are created on first
+use (--auto-create-topics) or with CreateTopics, with Kafka's topic
+configs (retention.ms, retention.bytes, segment.bytes, segment.ms,
+flush.messages, flush.ms, compression.type, message.timestamp.type,
+cleanup.policy=delete) and seglog.sync, seglog.retention.consumed.
+Transactions are refused (TRANSACTIONAL_ID_AUTHORIZATION_FAILED). The
+retention cleaner runs every --retention-interval with each topic's
+retention configs; --metrics serves Prometheus metrics (the store's, the
+offset store's, the cleaner's, requests and latency per Kafka API).
+
+--sync is the fsync policy of the logs (the queues' items, and the Kafka
+topics without a sync config of their own): with always (the default) a
+set answered STORED is on disk, and so are the records of a produce
+answered with acks=1 or acks=-1. Consumer positions (a queue's confirmed
+reads, a group's commits) are always fsynced.
 
 SIGINT or SIGTERM stops accepting, lets each connection finish the
 request it is executing, closes the connections and the data directory
 cleanly, and exits 0.`
 
 const serveExample = `
+seglog serve --dir /var/lib/seglog
+seglog serve --dir /var/lib/seglog --listen 0.0.0.0:9092 --advertise kafka.example:9092 --metrics 127.0.0.1:9100
 seglog serve --dir /var/lib/seglog --kestrel
 seglog serve --dir /var/lib/seglog --kestrel=0.0.0.0:22133 --sync interval`
 
@@ -52,6 +76,7 @@ type served struct {
 	store *storage.Store
 	ost   *offsets.Store
 	log   *slog.Logger
+	fsync *metrics.FsyncHistogram // the store's fsync latencies, for --metrics
 }
 
 // listenerFlags is one protocol of seglog serve: its flags, whether they
@@ -67,13 +92,15 @@ type listenerFlags interface {
 type serveFlags struct {
 	dir      string
 	syncName string
+	kafka    *kafkaFlags // the default listener
 	// listeners are the protocols, in the order they start.
 	listeners []listenerFlags
 }
 
 func serveCommand(e *env) *cobra.Command {
-	o := &serveFlags{listeners: []listenerFlags{&kestrelFlags{}}}
-	cmd := command(e, "serve", "serve the data directory over the network (Kestrel's memcache protocol)", serveDesc, serveExample,
+	kafka := &kafkaFlags{}
+	o := &serveFlags{kafka: kafka, listeners: []listenerFlags{kafka, &kestrelFlags{}}}
+	cmd := command(e, "serve", "serve the data directory over the network (Kafka's protocol, Kestrel's memcache protocol)", serveDesc, serveExample,
 		func(c *cli, pos []string) int { return o.run(c, pos) })
 	f := cmd.Flags()
 	f.StringVar(&o.dir, "dir", "", "the data directory (created if missing)")
@@ -99,8 +126,11 @@ func (o *serveFlags) run(c *cli, pos []string) int {
 			on = append(on, l)
 		}
 	}
+	if len(on) == 0 && o.kafka.byDefault() {
+		on = append(on, o.kafka) // Kafka is the default protocol
+	}
 	if len(on) == 0 {
-		return c.usageErr("no listener: give --kestrel")
+		return c.usageErr("no listener: give --listen or --kestrel")
 	}
 	for _, l := range on {
 		if err := l.check(); err != nil {
@@ -111,7 +141,8 @@ func (o *serveFlags) run(c *cli, pos []string) int {
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
-	store, code := openStore(c, o.dir, true, storage.StoreOptions{Log: storage.Options{FS: c.e.fs, Sync: policy}})
+	fsync := metrics.NewFsyncHistogram(nil)
+	store, code := openStore(c, o.dir, true, storage.StoreOptions{Log: storage.Options{FS: c.e.fs, Sync: policy, OnFsync: fsync.Observe}})
 	if store == nil {
 		return code
 	}
@@ -120,7 +151,7 @@ func (o *serveFlags) run(c *cli, pos []string) int {
 		_ = store.Close()
 		return c.fail("%v", err)
 	}
-	d := &served{dir: o.dir, store: store, ost: ost, log: slog.New(slog.NewTextHandler(c.e.stderr, nil))}
+	d := &served{dir: o.dir, store: store, ost: ost, log: slog.New(slog.NewTextHandler(c.e.stderr, nil)), fsync: fsync}
 	code = serveAll(c, d, on)
 	if err := errors.Join(ost.Close(), store.Close()); err != nil {
 		return c.fail("closing %s: %v", o.dir, err)

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seglog/seglog/kestrel/kestrelbench"
 )
 
 // serveChild is a seglog serve process.
@@ -100,17 +101,17 @@ func TestServeKestrelSurvivesSIGKILL(t *testing.T) {
 		for s := range setters {
 			base := next + s*1_000_000
 			wg.Go(func() {
-				m, err := dialMC(child.addr)
+				m, err := kestrelbench.Dial(child.addr)
 				if err != nil {
 					return
 				}
-				defer m.close()
+				defer m.Close()
 				for i := base; ; i++ {
 					v := fmt.Sprintf("r%d-v%d", round, i)
 					led.mu.Lock()
 					led.sent[v] = true
 					led.mu.Unlock()
-					if _, _, err := m.roundTrip(fmt.Sprintf("set jobs 0 0 %d\r\n%s\r\n", len(v), v)); err != nil {
+					if _, _, err := m.RoundTrip(fmt.Sprintf("set jobs 0 0 %d\r\n%s\r\n", len(v), v)); err != nil {
 						return
 					}
 					led.mu.Lock()
@@ -123,13 +124,13 @@ func TestServeKestrelSurvivesSIGKILL(t *testing.T) {
 		next += setters * 1_000_000
 		for range readers {
 			wg.Go(func() {
-				m, err := dialMC(child.addr)
+				m, err := kestrelbench.Dial(child.addr)
 				if err != nil {
 					return
 				}
-				defer m.close()
+				defer m.Close()
 				for {
-					b, ok, err := m.roundTrip("get jobs/open/t=100\r\n")
+					b, ok, err := m.RoundTrip("get jobs/open/t=100\r\n")
 					if err != nil {
 						return
 					}
@@ -143,7 +144,7 @@ func TestServeKestrelSurvivesSIGKILL(t *testing.T) {
 					}
 					led.closing[v] = true
 					led.mu.Unlock()
-					if _, _, err := m.roundTrip("get jobs/close\r\n"); err != nil {
+					if _, _, err := m.RoundTrip("get jobs/close\r\n"); err != nil {
 						return
 					}
 					led.mu.Lock()
@@ -165,18 +166,18 @@ func TestServeKestrelSurvivesSIGKILL(t *testing.T) {
 
 	// A clean start: drain what is left.
 	child := startServe(t, bin, "--dir", dir, "--kestrel=127.0.0.1:0")
-	m, err := dialMC(child.addr)
+	m, err := kestrelbench.Dial(child.addr)
 	require.NoError(t, err)
 	left := map[string]int{}
 	for {
-		v, ok, err := m.roundTrip("get jobs\r\n")
+		v, ok, err := m.RoundTrip("get jobs\r\n")
 		require.NoError(t, err)
 		if !ok {
 			break
 		}
 		left[string(v)]++
 	}
-	m.close()
+	m.Close()
 	require.NoError(t, child.cmd.Process.Signal(syscall.SIGTERM))
 	assert.Equal(t, 0, child.wait(t), child.stderr())
 
@@ -202,7 +203,7 @@ func TestServeKestrelSurvivesSIGKILL(t *testing.T) {
 func TestServeUsageAndSignals(t *testing.T) {
 	bin := buildBinary(t)
 	dir := filepath.Join(t.TempDir(), "data")
-	code, _, errOut := runBinary(t, bin, "", "serve", "--dir", dir)
+	code, _, errOut := runBinary(t, bin, "", "serve", "--dir", dir, "--listen", "")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "no listener")
 	code, _, errOut = runBinary(t, bin, "", "serve", "--dir", dir, "--kestrel", "127.0.0.1:1")
@@ -220,29 +221,29 @@ func TestServeUsageAndSignals(t *testing.T) {
 
 	// SIGINT: a clean stop, exit 0, and the data directory closed cleanly.
 	child := startServe(t, bin, "--dir", dir, "--kestrel=127.0.0.1:0")
-	m, err := dialMC(child.addr)
+	m, err := kestrelbench.Dial(child.addr)
 	require.NoError(t, err)
-	_, _, err = m.roundTrip("set q 0 0 1\r\nx\r\n")
+	_, _, err = m.RoundTrip("set q 0 0 1\r\nx\r\n")
 	require.NoError(t, err)
-	v, ok, err := m.roundTrip("get q/open\r\n")
+	v, ok, err := m.RoundTrip("get q/open\r\n")
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, "x", string(v))
 	require.NoError(t, child.cmd.Process.Signal(syscall.SIGINT))
 	assert.Equal(t, 0, child.wait(t), child.stderr())
 	assert.Contains(t, child.stderr(), "seglog serve: stopped")
-	m.close()
+	m.Close()
 
 	// The shutdown command, when enabled; the open read was handed back.
 	child = startServe(t, bin, "--dir", dir, "--kestrel=127.0.0.1:0", "--kestrel-shutdown")
-	m, err = dialMC(child.addr)
+	m, err = kestrelbench.Dial(child.addr)
 	require.NoError(t, err)
-	v, ok, err = m.roundTrip("get q\r\n")
+	v, ok, err = m.RoundTrip("get q\r\n")
 	require.NoError(t, err)
 	require.True(t, ok, "the item open at SIGINT is back")
 	assert.Equal(t, "x", string(v))
-	_, err = io.WriteString(m.nc, "shutdown\r\n")
+	err = m.Send("shutdown\r\n")
 	require.NoError(t, err)
 	assert.Equal(t, 0, child.wait(t), child.stderr())
-	m.close()
+	m.Close()
 }

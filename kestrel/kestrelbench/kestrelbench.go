@@ -1,4 +1,19 @@
-package main
+// Package kestrelbench holds `seglog bench kestrel`: the Kestrel memcache
+// protocol server (package kestrel) measured over loopback, each figure
+// beside the same work done in process with package queue's calls,
+// measured in the same run:
+//
+//   - kestrel-set: sets from several connections until STORED, beside
+//     queue.Put from as many goroutines;
+//   - kestrel-get-reliable: reliable reads (get q/close/open, each
+//     confirming the item before), beside queue.Open and Confirm.
+//
+// The logs and the offsets store sync every write. It lives beside the
+// server, not in package bench: bench sits below the protocol servers and
+// may not import them; cmd/seglog adds Group to the suite. Client is the
+// minimal memcache text-protocol client the workload uses, for tests of
+// servers too.
+package kestrelbench
 
 import (
 	"bufio"
@@ -21,10 +36,9 @@ import (
 	"github.com/seglog/seglog/storage"
 )
 
-// kestrelBenchGroup is seglog bench's "kestrel" group: the memcache
-// protocol server over loopback beside the queue package's calls. It
-// lives here because package bench may not import the server.
-func kestrelBenchGroup() bench.ExtraGroup {
+// Group is seglog bench's "kestrel" group: the memcache protocol server
+// over loopback beside the queue package's calls.
+func Group() bench.ExtraGroup {
 	return bench.ExtraGroup{Name: "kestrel", Workloads: func(c bench.Config) []bench.Workload {
 		return []bench.Workload{kestrelBench{Conns: 4 * c.Producers, ValueSize: 256, Duration: c.Duration}}
 	}}
@@ -105,28 +119,28 @@ func (w kestrelBench) Run(ctx context.Context, env *bench.Env) ([]bench.Result, 
 	addr := ln.Addr().String()
 	setReq := fmt.Sprintf("set net 0 0 %d\r\n%s\r\n", len(value), value)
 	set, err := w.loop(ctx, env, func(int) (func() error, func(), error) {
-		c, err := dialMC(addr)
+		c, err := Dial(addr)
 		if err != nil {
 			return nil, nil, err
 		}
 		return func() error {
-			_, ok, err := c.roundTrip(setReq)
+			_, ok, err := c.RoundTrip(setReq)
 			if ok {
 				return errors.New("kestrel: a set answered a VALUE")
 			}
 			return err
-		}, c.close, nil
+		}, c.Close, nil
 	})
 	var get bench.Baseline
 	if err == nil {
 		get, err = w.loop(ctx, env, func(int) (func() error, func(), error) {
-			c, err := dialMC(addr)
+			c, err := Dial(addr)
 			if err != nil {
 				return nil, nil, err
 			}
 			req := "get net/open/t=1000\r\n"
 			return func() error {
-				v, ok, err := c.roundTrip(req)
+				v, ok, err := c.RoundTrip(req)
 				req = "get net/close/open/t=1000\r\n"
 				switch {
 				case err != nil:
@@ -137,7 +151,7 @@ func (w kestrelBench) Run(ctx context.Context, env *bench.Env) ([]bench.Result, 
 					return fmt.Errorf("kestrel: a value of %d bytes, %d set", len(v), len(value))
 				}
 				return nil
-			}, c.close, nil
+			}, c.Close, nil
 		})
 	}
 	if err := errors.Join(err, srv.Close(), <-served); err != nil {
@@ -230,26 +244,37 @@ func (w kestrelBench) loop(ctx context.Context, env *bench.Env, newWorker func(i
 // the sets measured before filled it for less time than the gets run.
 var errDry = errors.New("queue empty")
 
-// mcConn is a minimal memcache text-protocol client: the kestrel bench
-// workload's connections (and the serve tests').
-type mcConn struct {
+// Client is a minimal memcache text-protocol client: one connection, one
+// request at a time. It is not safe for concurrent use.
+type Client struct {
 	nc net.Conn
 	r  *bufio.Reader
 }
 
-func dialMC(addr string) (*mcConn, error) {
+// Dial connects a Client to the server at addr (host:port).
+func Dial(addr string) (*Client, error) {
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return &mcConn{nc: nc, r: bufio.NewReader(nc)}, nil
+	return &Client{nc: nc, r: bufio.NewReader(nc)}, nil
 }
 
-func (c *mcConn) close() { _ = c.nc.Close() }
+// Send sends req and reads nothing back (a request the server answers
+// by closing, such as shutdown).
+func (c *Client) Send(req string) error {
+	_ = c.nc.SetDeadline(time.Now().Add(30 * time.Second))
+	_, err := io.WriteString(c.nc, req)
+	return err
+}
 
-// roundTrip sends req and reads one reply: a VALUE's value (ok true),
-// or nothing for STORED and END. Any other reply is an error.
-func (c *mcConn) roundTrip(req string) (value []byte, ok bool, err error) {
+// Close closes the connection.
+func (c *Client) Close() { _ = c.nc.Close() }
+
+// RoundTrip sends req (whole lines, with their \r\n) and reads one reply:
+// a VALUE's value (ok true), or nothing for STORED and END. Any other
+// reply is an error. Each round trip must end within 30 seconds.
+func (c *Client) RoundTrip(req string) (value []byte, ok bool, err error) {
 	_ = c.nc.SetDeadline(time.Now().Add(30 * time.Second))
 	if _, err := io.WriteString(c.nc, req); err != nil {
 		return nil, false, err

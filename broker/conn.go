@@ -1,0 +1,305 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// One connection. Kafka's framing: every request and response is a 4-byte
+// big-endian size and that many bytes. A request starts with its header
+// (api key, api version, correlation id, client id, and tagged fields in
+// flexible versions); a response with the correlation id (and tagged
+// fields in flexible versions, except ApiVersions).
+//
+// Two goroutines per connection: the reader reads and parses the next
+// request while the handler runs the one before, and hands requests over
+// one at a time; the handler runs them in the order they came and writes
+// each response before it takes the next, so responses leave in request
+// order, which clients that pipeline rely on (as Kafka serves a
+// connection: one request at a time). A produce with acks=0 has no
+// response.
+//
+// Limits, and what breaks a connection (each is logged, never silent):
+//   - a request bigger than Options.MaxRequestBytes: the connection is
+//     closed before its body is read, as Kafka does (its size cannot be
+//     answered: nothing of it was parsed);
+//   - an API key or version the server does not serve (except ApiVersions,
+//     answered with UNSUPPORTED_VERSION and the ranges served, as Kafka
+//     does), or a body that does not parse: closed, as Kafka does;
+//   - nothing received for Options.IdleTimeout: closed;
+//   - a produce with acks=0 that failed: closed, so the client learns of
+//     it (Kafka's rule);
+//   - a failed write of a response.
+
+var errTooManyFiles = syscall.EMFILE
+
+// request is one parsed request.
+type request struct {
+	key, version int16
+	corr         int32
+	clientID     string
+	flexibleHdr  bool // the response header carries tagged fields
+	msg          kmsg.Request
+	at           time.Time // when its size was read
+	body         []byte    // returned to bodyPool once answered (produce only)
+}
+
+const produceKey = 0
+
+// bodyPool holds produce request bodies for reuse: a 1 MiB batch a
+// request would otherwise be a fresh, zeroed allocation each time.
+var bodyPool sync.Pool
+
+func getBody(n int) []byte {
+	if bp, ok := bodyPool.Get().(*[]byte); ok && cap(*bp) >= n {
+		return (*bp)[:n]
+	}
+	return make([]byte, n)
+}
+
+func putBody(b []byte) {
+	if b != nil && cap(b) <= 16<<20 {
+		bodyPool.Put(&b)
+	}
+}
+
+type conn struct {
+	s       *Server
+	nc      net.Conn
+	log     *slog.Logger
+	reqs    chan *request
+	closing atomic.Bool // Shutdown: read no more requests
+	buf     []byte      // the response being written
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	return &conn{s: s, nc: nc, log: s.log.With("remote", nc.RemoteAddr().String()), reqs: make(chan *request)}
+}
+
+// stopReading makes the reader stop after the request it is reading
+// (Shutdown): the handler finishes what it has.
+func (c *conn) stopReading() {
+	c.closing.Store(true)
+	c.nc.SetReadDeadline(time.Now())
+}
+
+// serve runs the connection until either side ends it.
+func (c *conn) serve() {
+	defer c.nc.Close()
+	if tc, ok := c.nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c.log.Debug("connection accepted")
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		defer close(c.reqs)
+		c.readLoop()
+	}()
+	for req := range c.reqs {
+		err := c.handle(req)
+		putBody(req.body)
+		if err != nil {
+			level := slog.LevelWarn
+			if clientGone(err) {
+				level = slog.LevelInfo
+			}
+			c.log.Log(context.Background(), level, "closing connection", "api", kmsg.NameForKey(req.key), "version", req.version, "client", req.clientID, "err", err)
+			c.nc.Close() // the reader returns
+			for range c.reqs {
+			}
+			break
+		}
+	}
+	<-readerDone
+	c.log.Debug("connection closed")
+}
+
+// readLoop reads requests until the connection ends or a request breaks
+// it.
+func (c *conn) readLoop() {
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var size [4]byte
+	for !c.closing.Load() {
+		c.nc.SetReadDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+		if _, err := io.ReadFull(br, size[:]); err != nil {
+			c.readEnded(err, true)
+			return
+		}
+		at := c.s.opts.Now()
+		n := int32(binary.BigEndian.Uint32(size[:]))
+		if n < 0 || int(n) > c.s.opts.MaxRequestBytes {
+			c.log.Warn("closing connection: request size over the limit (--max-request-bytes)", "size", uint32(n), "limit", c.s.opts.MaxRequestBytes)
+			return
+		}
+		body := getBody(int(n))
+		if _, err := io.ReadFull(br, body); err != nil {
+			c.readEnded(err, false)
+			return
+		}
+		req, err := c.parse(body)
+		if err != nil {
+			c.log.Warn("closing connection", "err", err)
+			return
+		}
+		req.at = at
+		if req.key == produceKey {
+			// Nothing of a produce request outlives its handling: the
+			// log copies the records (groups keep slices of their
+			// requests, so only produce bodies are reused).
+			req.body = body
+		}
+		c.reqs <- req
+	}
+}
+
+// readEnded logs why the reader stopped: a client closing between
+// requests is normal, anything else is worth a line.
+func (c *conn) readEnded(err error, between bool) {
+	var ne net.Error
+	switch {
+	case c.closing.Load():
+		c.log.Debug("connection closed by shutdown")
+	case between && errors.Is(err, io.EOF):
+		c.log.Debug("connection closed by the client")
+	case errors.As(err, &ne) && ne.Timeout():
+		c.log.Info("closing idle connection", "idle", c.s.opts.IdleTimeout)
+	case errors.Is(err, net.ErrClosed):
+	default:
+		c.log.Info("connection read failed", "err", err)
+	}
+}
+
+// parse reads a request's header and body. An API or version not served
+// is an error, except ApiVersions (answered by the handler).
+func (c *conn) parse(body []byte) (*request, error) {
+	r := kbin.Reader{Src: body}
+	req := &request{key: r.Int16(), version: r.Int16(), corr: r.Int32()}
+	if cid := r.NullableString(); cid != nil {
+		req.clientID = *cid
+	}
+	if err := r.Complete(); err != nil {
+		return nil, fmt.Errorf("request header: %w", err)
+	}
+	api, ok := apis[req.key]
+	if req.key == apiVersionsKey {
+		// Any version is parsed as far as kmsg knows it; one above the
+		// range is answered in v0 by the handler.
+		req.msg = kmsg.NewPtrApiVersionsRequest()
+		req.msg.SetVersion(min(req.version, api.max))
+		if req.version > api.max {
+			return req, nil // v0 answer; the body is of an unknown version
+		}
+	} else {
+		if !ok || req.version < api.min || req.version > api.max {
+			return nil, fmt.Errorf("unsupported request: %s (key %d) version %d, client %q", kmsg.NameForKey(req.key), req.key, req.version, req.clientID)
+		}
+		req.msg = kmsg.RequestForKey(req.key)
+		req.msg.SetVersion(req.version)
+	}
+	if req.msg.IsFlexible() {
+		kmsg.SkipTags(&r)
+		req.flexibleHdr = req.key != apiVersionsKey
+	}
+	if err := r.Complete(); err != nil {
+		return nil, fmt.Errorf("request header: %w", err)
+	}
+	if err := readRequest(req.msg, r.Src); err != nil {
+		return nil, fmt.Errorf("malformed %s v%d request from client %q: %w", kmsg.NameForKey(req.key), req.version, req.clientID, err)
+	}
+	return req, nil
+}
+
+// readRequest decodes a request body with kmsg; a panic of the decoder
+// (it has none known) is an error, not a crash.
+func readRequest(msg kmsg.Request, body []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("decoder panic: %v", p)
+		}
+	}()
+	return msg.ReadFrom(body)
+}
+
+// handle runs one request and writes its response. An error closes the
+// connection.
+func (c *conn) handle(req *request) error {
+	api := apis[req.key]
+	ctx, cancel := context.WithCancel(c.s.ctx)
+	defer cancel()
+	rep, err := c.run(ctx, api.handle, req)
+	if m := c.s.opts.Metrics; m != nil {
+		m.observe(req.key, c.s.opts.Now().Sub(req.at), err)
+	}
+	if err != nil {
+		return err
+	}
+	if rep.msg == nil {
+		return nil // acks=0
+	}
+	return c.write(req, rep)
+}
+
+// run calls a handler; a panic in it (a bug: none is known) closes this
+// connection with the stack logged instead of ending the server.
+func (c *conn) run(ctx context.Context, h handler, req *request) (rep reply, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("handler panic", "api", kmsg.NameForKey(req.key), "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("handler panic: %v", p)
+		}
+	}()
+	return h(ctx, c, req)
+}
+
+// reply is a handler's answer: a response, and the file regions that
+// stand in for the record batches of a fetch response (see splice).
+type reply struct {
+	msg     kmsg.Response // nil: no response (a produce with acks=0)
+	regions []spliced
+}
+
+// write frames and writes a response. Regions are sent after the bytes
+// before them, with sendfile.
+func (c *conn) write(req *request, rep reply) error {
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+	if req.key != apiVersionsKey {
+		rep.msg.SetVersion(req.msg.GetVersion()) // ApiVersions may answer in v0
+	}
+	b := append(c.buf[:0], 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(req.corr))
+	if req.flexibleHdr {
+		b = append(b, 0) // no tagged fields
+	}
+	b = rep.msg.AppendTo(b)
+	c.buf = b
+	if len(rep.regions) == 0 {
+		binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+		_, err := c.nc.Write(b)
+		if err != nil {
+			return fmt.Errorf("write response: %w", err)
+		}
+		return nil
+	}
+	return c.writeSpliced(b, rep.regions, req.msg.IsFlexible())
+}
+
+// clientGone reports a write that failed because the client closed its
+// end: worth a line, not a warning.
+func clientGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
+}

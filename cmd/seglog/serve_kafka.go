@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+
+	"github.com/seglog/seglog/broker"
+	"github.com/seglog/seglog/metrics"
+	"github.com/seglog/seglog/retention"
+)
+
+// defaultKafkaAddr is Kafka's port on the loopback interface.
+const defaultKafkaAddr = "127.0.0.1:9092"
+
+// kafkaFlags is seglog serve's Kafka listener (package broker): a
+// one-node broker, the default protocol of seglog serve. With it run the
+// retention cleaner and, with --metrics, the Prometheus endpoint.
+type kafkaFlags struct {
+	flags             *pflag.FlagSet
+	listen, advertise string
+	maxRequestBytes   int64
+	idleTimeout       time.Duration
+	autoCreate        bool
+	partitions        int
+	rebalanceDelay    time.Duration
+	metricsAddr       string
+	retentionInterval time.Duration
+	shutdownTimeout   time.Duration
+}
+
+func (k *kafkaFlags) addFlags(f *pflag.FlagSet) {
+	k.flags = f
+	f.StringVar(&k.listen, "listen", defaultKafkaAddr, "serve Kafka clients on `ADDR` (port 0: any free port; \"\": no Kafka listener); the Kafka listener runs when --listen is given or no other listener is")
+	f.StringVar(&k.advertise, "advertise", "", "host:port Kafka clients are told to connect to (default: the address they connected to)")
+	sizeFlag(f, &k.maxRequestBytes, "max-request-bytes", broker.DefaultMaxRequestBytes, "largest Kafka request accepted; a bigger one closes its connection (Kafka's socket.request.max.bytes)")
+	durationFlag(f, &k.idleTimeout, "idle-timeout", broker.DefaultIdleTimeout, "close a Kafka connection that sends nothing for this long")
+	f.BoolVar(&k.autoCreate, "auto-create-topics", true, "create a topic when a Kafka client asks for one that does not exist")
+	f.IntVar(&k.partitions, "default-partitions", broker.DefaultPartitions, "partitions of a topic created on first use")
+	durationFlag(f, &k.rebalanceDelay, "group-initial-rebalance-delay", 0, "hold a new consumer group's first rebalance back this long, so members starting together join one generation")
+	f.StringVar(&k.metricsAddr, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics (off when empty)")
+	durationFlag(f, &k.retentionInterval, "retention-interval", retention.DefaultInterval, "how often the retention cleaner runs (topic configs say what it deletes)")
+	durationFlag(f, &k.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long Kafka requests in flight may take before connections are cut")
+}
+
+// enabled: --listen given (not empty). seglog serve also starts it when
+// no listener is enabled and --listen was not given: Kafka is the
+// default protocol.
+func (k *kafkaFlags) enabled() bool { return k.listen != "" && k.flags.Changed("listen") }
+
+// byDefault reports whether the listener runs when no other does.
+func (k *kafkaFlags) byDefault() bool { return !k.flags.Changed("listen") }
+
+func (k *kafkaFlags) check() error {
+	switch {
+	case k.partitions < 1:
+		return fmt.Errorf("--default-partitions %d: want at least 1", k.partitions)
+	case k.maxRequestBytes < 1<<10 || k.maxRequestBytes > 1<<30:
+		return fmt.Errorf("--max-request-bytes %d: want 1 KiB to 1 GiB", k.maxRequestBytes)
+	case k.retentionInterval <= 0:
+		return fmt.Errorf("--retention-interval must be positive")
+	case k.idleTimeout < 0 || k.shutdownTimeout < 0:
+		return fmt.Errorf("--idle-timeout and --shutdown-timeout: want 0 or more")
+	}
+	return nil
+}
+
+func (k *kafkaFlags) start(d *served) (server, string, error) {
+	log := d.log.With("listener", "kafka")
+	var bm *broker.Metrics
+	if k.metricsAddr != "" {
+		bm = broker.NewMetrics()
+	}
+	srv, err := broker.New(d.store, d.ost, broker.Options{
+		Logger: log, Advertise: k.advertise, MaxRequestBytes: int(k.maxRequestBytes), IdleTimeout: k.idleTimeout,
+		NoAutoCreateTopics: !k.autoCreate, DefaultPartitions: k.partitions, InitialRebalanceDelay: k.rebalanceDelay, Metrics: bm,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	cleaner, err := retention.New(d.store, d.ost, retention.Options{Interval: k.retentionInterval, OnRun: func(rep retention.Report, err error) {
+		if err != nil {
+			log.Error("retention run failed", "err", err)
+			return
+		}
+		if len(rep.Deletions) > 0 || len(rep.Failures) > 0 {
+			log.Info("retention run", "segments", len(rep.Deletions), "bytes", rep.Bytes(), "failures", len(rep.Failures))
+		}
+	}})
+	if err != nil {
+		return nil, "", fmt.Errorf("retention: %w", err)
+	}
+	ks := &kafkaServer{srv: srv, cleaner: cleaner, shutdownTimeout: k.shutdownTimeout}
+	if ks.ln, err = net.Listen("tcp", k.listen); err != nil {
+		_ = ks.Close()
+		return nil, "", fmt.Errorf("--listen: %w", err)
+	}
+	if k.metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(metrics.New(d.store, metrics.Options{Offsets: d.ost, Cleaner: cleaner, Fsync: d.fsync}), bm)
+		mln, err := net.Listen("tcp", k.metricsAddr)
+		if err != nil {
+			_ = ks.Close()
+			return nil, "", fmt.Errorf("--metrics: %w", err)
+		}
+		ks.msrv = &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
+		ks.mln = mln
+		log.Info("serving metrics", "addr", "http://"+mln.Addr().String()+"/metrics")
+	}
+	// seglog consume --group joins groups through the broker while it
+	// serves (consume_kafka.go).
+	ks.dir = d.dir
+	addr := k.advertise
+	if addr == "" {
+		addr = ks.ln.Addr().String()
+	}
+	if err := writeKafkaListener(d.dir, addr); err != nil {
+		_ = ks.Close()
+		return nil, "", fmt.Errorf("record the Kafka listener: %w", err)
+	}
+	cleaner.Start()
+	log.Info("serving Kafka clients", "addr", ks.ln.Addr().String(), "cluster", srv.ClusterID())
+	return ks, "kafka " + ks.ln.Addr().String(), nil
+}
+
+// kafkaServer is the broker, its retention cleaner and its metrics
+// endpoint.
+type kafkaServer struct {
+	srv             *broker.Server
+	ln, mln         net.Listener
+	dir             string // where the listener is recorded; "": not yet
+	cleaner         *retention.Cleaner
+	msrv            *http.Server
+	shutdownTimeout time.Duration
+}
+
+// Serve serves until ctx ends, then stops gracefully: no new
+// connections, requests in flight answered (a waiting fetch at once),
+// for at most the shutdown timeout.
+func (k *kafkaServer) Serve(ctx context.Context) error {
+	if k.msrv != nil {
+		go k.msrv.Serve(k.mln)
+	}
+	served := make(chan error, 1)
+	go func() { served <- k.srv.Serve(k.ln) }()
+	var errs []error
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		served <- err
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), k.shutdownTimeout)
+	defer cancel()
+	if err := k.srv.Shutdown(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("kafka: connections cut after %s: %w", k.shutdownTimeout, err))
+	}
+	if err := <-served; !errors.Is(err, broker.ErrServerClosed) {
+		errs = append(errs, fmt.Errorf("kafka: %w", err))
+	}
+	if k.msrv != nil {
+		_ = k.msrv.Shutdown(sctx)
+	}
+	if k.dir != "" {
+		removeKafkaListener(k.dir)
+	}
+	errs = append(errs, k.cleaner.Close())
+	return errors.Join(errs...)
+}
+
+// Close stops everything at once (a server that never served).
+func (k *kafkaServer) Close() error {
+	if k.dir != "" {
+		removeKafkaListener(k.dir)
+	}
+	errs := []error{k.srv.Close(), k.cleaner.Close()}
+	if k.msrv != nil {
+		errs = append(errs, k.msrv.Close())
+	} else if k.mln != nil {
+		k.mln.Close()
+	}
+	if k.ln != nil {
+		k.ln.Close()
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,135 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/seglog/seglog/vfs"
+)
+
+// WritingTail is a partition that a writer held while Check read it: the
+// batches up to From were checked through a read-only follower; the tail
+// being written from From on is not judged.
+type WritingTail struct {
+	Partition string
+	// From is the follower's end offset when the check began.
+	From int64
+}
+
+// liveView is what a follower saw of a partition a writer holds.
+type liveView struct {
+	start, end int64
+}
+
+// partitionHeld reports whether a writer holds the partition directory
+// dir: a Log locks its directory, a Store the data root above its
+// partitions. It probes each lock with a shared, non-blocking flock taken
+// and dropped at once on a read-only descriptor; a writer that opens in
+// that instant gets ErrLocked.
+func partitionHeld(dir string) bool {
+	if held(dir) {
+		return true
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if _, _, ok := ParsePartitionDir(filepath.Base(abs)); !ok {
+		return false
+	}
+	return held(filepath.Dir(abs))
+}
+
+func held(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// followerView opens a follower of dir (OpenFollower) and returns the
+// start and end offsets it sees: the last whole batch the writer appended
+// when it opened.
+func followerView(opts CheckOptions, dir string) (liveView, error) {
+	l, err := OpenFollower(dir, Options{FS: opts.FS, Limits: opts.Limits})
+	if err != nil {
+		return liveView{}, err
+	}
+	defer l.Close()
+	return liveView{start: l.StartOffset(), end: l.EndOffset()}, nil
+}
+
+// liveBases drops from the listed bases what the follower's view does not
+// hold: segments wholly below its start (the writer deletes them after it
+// advanced the start) and segments at or past its end (rolled to after
+// the follower opened: the tail being written).
+func liveBases(bases []int64, v liveView) []int64 {
+	for len(bases) > 1 && bases[1] <= v.start {
+		bases = bases[1:]
+	}
+	n := len(bases)
+	for n > 1 && bases[n-1] >= v.end {
+		n--
+	}
+	return bases[:n]
+}
+
+// deletedByWriter reports whether the writer's log start offset has
+// reached next (the base of the segment after one that vanished): its
+// retention deleted the segment during the check.
+func deletedByWriter(fsys vfs.FS, dir string, next int64) bool {
+	v, ok, err := readCheckpoint(fsys, dir, logStartOffsetFile)
+	return err == nil && ok && v >= next
+}
+
+// readIndexFile reads an index file for Check: to its end, at most
+// maxIndexCheckBytes. A writer trims an active index to its used entries
+// when it rolls or closes, maybe while this reads (only all-zero entries
+// go): bytes read past the file's new end are dropped.
+func readIndexFile(fsys vfs.FS, path string) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxIndexCheckBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(b) > maxIndexCheckBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes: %w", path, maxIndexCheckBytes, vfs.ErrTooLarge)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() < int64(len(b)) {
+		b = b[:fi.Size()]
+	}
+	return b, nil
+}
+
+// WriterEnd reports whether a writer holds the partition directory dir (a
+// running broker or seglog produce) and, when one does, the end offset a
+// follower (OpenFollower) sees there: the offset after the
+// last whole batch. Tools that read the files themselves (seglog dump)
+// judge what lies below it and leave the tail being written alone.
+func WriterEnd(dir string) (end int64, held bool, err error) {
+	if !partitionHeld(dir) {
+		return 0, false, nil
+	}
+	v, err := followerView(CheckOptions{}.withDefaults(), dir)
+	if err != nil {
+		return 0, true, err
+	}
+	return v.end, true, nil
+}

@@ -1,0 +1,99 @@
+package storage
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seglog/seglog/segment"
+)
+
+// TestCheckBesideAWriter: while a writer holds the partition, Check reads
+// it through a read-only follower up to the last whole batch, reports no
+// problem for the batch being written after it, and says once that the
+// tail is not judged; once the writer is gone, the same bytes are a torn
+// tail the next open cuts.
+func TestCheckBesideAWriter(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	l := openFilled(t, dir, small(), 300, 5)
+	end := l.EndOffset()
+	segs := segmentsOf(t, l)
+	require.Greater(t, len(segs), 2)
+	active := segs[len(segs)-1]
+	// Half a batch at the end of the active segment: what the writer is
+	// appending as Check reads.
+	b, err := segment.AppendBatch(nil, []segment.Record{{Value: []byte("being written")}}, segment.EncodeOptions{BaseOffset: end})
+	require.NoError(t, err)
+	f, err := os.OpenFile(active.Path, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt(b[:len(b)/2], active.Size)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	rep, err := Check(dir, CheckOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Problems)
+	assert.Equal(t, []WritingTail{{Partition: dir, From: end}}, rep.Writing)
+	require.Len(t, rep.Stats, 1)
+	assert.Equal(t, end, rep.Stats[0].End)
+	assert.Equal(t, int64(len(segs)), rep.Stats[0].Segments)
+
+	gotEnd, held, err := WriterEnd(dir)
+	require.NoError(t, err)
+	assert.True(t, held)
+	assert.Equal(t, end, gotEnd)
+
+	// The same bytes where no writer holds them (what a crash leaves).
+	copied := filepath.Join(t.TempDir(), "t-0")
+	require.NoError(t, os.CopyFS(copied, os.DirFS(dir)))
+	require.NoError(t, l.Close())
+	rep, err = Check(copied, CheckOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Writing)
+	require.Len(t, rep.Problems, 1)
+	assert.Equal(t, ProblemTornTail, rep.Problems[0].Kind)
+	assert.Equal(t, filepath.Join(copied, filepath.Base(active.Path)), rep.Problems[0].File)
+	assert.Equal(t, active.Size, rep.Problems[0].Pos)
+	assert.True(t, rep.Problems[0].OpenRepairs)
+	_, held, err = WriterEnd(copied)
+	require.NoError(t, err)
+	assert.False(t, held)
+}
+
+// TestCheckRecordsDecodesEveryRecord: a batch whose checksum matches but
+// whose records do not decode passes recovery's scan; CheckOptions.Records
+// reports it, with its position and offsets.
+func TestCheckRecordsDecodesEveryRecord(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	l := openLog(t, dir, small())
+	_, err := l.Append(Record{Value: []byte("fine")})
+	require.NoError(t, err)
+	// A batch that says it holds 2 records but holds 1, checksummed.
+	b, err := segment.AppendBatch(nil, []segment.Record{{Value: []byte("one")}}, segment.EncodeOptions{BaseOffset: 1})
+	require.NoError(t, err)
+	binary.BigEndian.PutUint32(b[23:], 1) // last offset delta
+	binary.BigEndian.PutUint32(b[57:], 2) // record count
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	_, err = l.AppendBatch(b)
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+
+	rep, err := Check(dir, CheckOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Problems, "recovery's scan does not decode records")
+
+	rep, err = Check(dir, CheckOptions{Records: true})
+	require.NoError(t, err)
+	require.Len(t, rep.Problems, 1)
+	p := rep.Problems[0]
+	assert.Equal(t, ProblemDamage, p.Kind)
+	assert.Equal(t, SeverityError, p.Severity)
+	assert.Equal(t, int64(1), p.From)
+	assert.Equal(t, int64(3), p.Upto)
+	assert.Contains(t, p.What, "reads of it fail")
+}

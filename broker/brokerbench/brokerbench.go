@@ -8,8 +8,10 @@
 //     a fresh log of the same sync policy (the engine without the
 //     network); target: the broker at least 60% of it.
 //   - consume (a group-less kgo consumer from offset 0) and fetch (Fetch
-//     requests whose batches are walked, not decoded: the broker's side
-//     without the client's record decoding): the same log's bytes sent
+//     requests, one at a time, each response read into one reused buffer
+//     and its batches walked, not decoded: the broker's side without the
+//     client library's allocations and record decoding): the same log's
+//     bytes sent
 //     through a plain loopback TCP connection with sendfile (the network
 //     without the protocol); target: at least 80% of it.
 //   - both: franz-go's in-memory fake cluster (pkg/kfake) serving the same
@@ -34,6 +36,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -196,33 +199,39 @@ func consumeKgo(ctx context.Context, addr string, n int64) (time.Duration, error
 	return time.Since(start), nil
 }
 
+// fetchVersion is the Fetch version fetchRaw speaks: the highest the
+// broker serves (the one kgo picks), naming topics by ID.
+const fetchVersion = 16
+
 // fetchRaw sends Fetch requests from offset 0 until n records came back,
 // walking the record batches' headers (Kafka's v2 layout: base offset at
 // 0, last offset delta at 23, record count at 57) without decoding
-// records.
+// records. One request at a time on a connection of its own, each
+// response read into one buffer reused from response to response, as the
+// loopback copy's receiver reuses its buffer: the broker's side of a
+// fetch, without a client library's allocation of every response (kgo
+// allocates and zeroes a buffer the size of each one; the consume
+// workload keeps that).
 func fetchRaw(ctx context.Context, addr string, n int64) (time.Duration, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	id, err := topicID(ctx, addr)
 	if err != nil {
 		return 0, err
 	}
-	defer cl.Close()
-	meta := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr(topic)
-	meta.Topics = []kmsg.MetadataRequestTopic{mt}
-	mresp, err := meta.RequestWith(ctx, cl)
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return 0, err
 	}
-	if len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != 0 {
-		return 0, fmt.Errorf("metadata of %s: %v", topic, mresp.Topics)
+	defer nc.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(dl)
 	}
-	id := mresp.Topics[0].TopicID
-	br := cl.SeedBrokers()[0]
+	var frame, buf []byte
 	start := time.Now()
 	var off, got int64
-	for got < n {
+	for corr := int32(0); got < n; corr++ {
 		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(fetchVersion)
 		req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 500, 1, 64<<20, -1
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic, rt.TopicID = topic, id
@@ -230,11 +239,44 @@ func fetchRaw(ctx context.Context, addr string, n int64) (time.Duration, error) 
 		rp.FetchOffset, rp.PartitionMaxBytes = off, 8<<20
 		rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
 		req.Topics = []kmsg.FetchRequestTopic{rt}
-		resp, err := br.Request(ctx, req)
-		if err != nil {
+		// Size, key, version, correlation id, a null client id, no
+		// header tags; then the body.
+		frame = binary.BigEndian.AppendUint16(append(frame[:0], 0, 0, 0, 0), uint16(req.Key()))
+		frame = binary.BigEndian.AppendUint16(frame, fetchVersion)
+		frame = binary.BigEndian.AppendUint32(frame, uint32(corr))
+		frame = append(frame, 0xff, 0xff, 0)
+		frame = req.AppendTo(frame)
+		binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+		if _, err := nc.Write(frame); err != nil {
 			return 0, err
 		}
-		fr := resp.(*kmsg.FetchResponse)
+		var size [4]byte
+		if _, err := io.ReadFull(nc, size[:]); err != nil {
+			return 0, err
+		}
+		k := int(binary.BigEndian.Uint32(size[:]))
+		if k < 5 || k > 256<<20 {
+			return 0, fmt.Errorf("fetch response of %d bytes", k)
+		}
+		if cap(buf) < k {
+			buf = make([]byte, k)
+		}
+		buf = buf[:k]
+		if _, err := io.ReadFull(nc, buf); err != nil {
+			return 0, err
+		}
+		if rc := int32(binary.BigEndian.Uint32(buf)); rc != corr {
+			return 0, fmt.Errorf("fetch response for request %d, want %d", rc, corr)
+		}
+		r := kbin.Reader{Src: buf[4:]}
+		kmsg.SkipTags(&r)
+		fr := req.ResponseKind().(*kmsg.FetchResponse)
+		if err := fr.ReadFrom(r.Src); err != nil {
+			return 0, fmt.Errorf("fetch response: %w", err)
+		}
+		if fr.ErrorCode != 0 {
+			return 0, fmt.Errorf("fetch: %w", kerr.ErrorForCode(fr.ErrorCode))
+		}
 		if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
 			return 0, fmt.Errorf("fetch: %d topics in the response", len(fr.Topics))
 		}
@@ -253,6 +295,27 @@ func fetchRaw(ctx context.Context, addr string, n int64) (time.Duration, error) 
 		}
 	}
 	return time.Since(start), nil
+}
+
+// topicID asks the broker (through kgo) for the topic's ID.
+func topicID(ctx context.Context, addr string) ([16]byte, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return [16]byte{}, err
+	}
+	defer cl.Close()
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	meta.Topics = []kmsg.MetadataRequestTopic{mt}
+	mresp, err := meta.RequestWith(ctx, cl)
+	if err != nil {
+		return [16]byte{}, err
+	}
+	if len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != 0 {
+		return [16]byte{}, fmt.Errorf("metadata of %s: %v", topic, mresp.Topics)
+	}
+	return mresp.Topics[0].TopicID, nil
 }
 
 // storedBatches reads every batch of the topic's partition.
@@ -460,7 +523,7 @@ func (w Consume) Run(ctx context.Context, env *bench.Env) ([]bench.Result, error
 		Bytes: w.Records * recordSize, Ops: 1, Elapsed: copyElapsed}
 	what, client := "consume", "kgo consumer over loopback, from offset 0"
 	if w.Raw {
-		what, client = "fetch", "Fetch requests over loopback (kgo's connection, batches not decoded), from offset 0"
+		what, client = "fetch", "Fetch v16 requests over loopback, one at a time, each response read into one reused buffer, batches not decoded, from offset 0"
 	}
 	return results(w.Label, what, w.Records, elapsed, fakeElapsed, []bench.Param{
 		{Name: "record", Value: "1KiB"}, {Name: "client", Value: client},

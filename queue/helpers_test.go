@@ -194,6 +194,22 @@ func drain(t testing.TB, q *queue.Queue) []string {
 	}
 }
 
+// leftoverQueueGoroutines waits up to a deadline for the goroutines of
+// closed queues to finish exiting and returns those still there. A
+// goroutine that has signalled its exit (closed its done channel) is
+// still listed until it returns, so a single look would race with it.
+func leftoverQueueGoroutines() []string {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		gs := queueGoroutines()
+		if len(gs) == 0 || time.Now().After(deadline) {
+			return gs
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // queueGoroutines returns the stacks of goroutines running a Queue
 // method (the sweep, a Log.Wait helper, a waiting call).
 func queueGoroutines() []string {

@@ -545,7 +545,7 @@ func TestSweepOnTimer(t *testing.T) {
 	assert.Equal(t, uint64(1), st.Swept)
 	assert.Equal(t, int64(1), st.Committed)
 	require.NoError(t, q.Close())
-	assert.Empty(t, queueGoroutines(), "Close stops the sweep")
+	assert.Empty(t, leftoverQueueGoroutines(), "Close stops the sweep")
 }
 
 func TestRestart(t *testing.T) {
@@ -643,7 +643,7 @@ func TestClose(t *testing.T) {
 	for range 2 {
 		assert.ErrorIs(t, <-errs, queue.ErrClosed)
 	}
-	assert.Empty(t, queueGoroutines(), "no goroutine of the queue after Close")
+	assert.Empty(t, leftoverQueueGoroutines(), "no goroutine of the queue after Close")
 
 	for name, call := range map[string]func() error{
 		"Get":     func() error { _, err := q.Get(context.Background()); return err },

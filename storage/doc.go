@@ -2,6 +2,28 @@
 // partition: append, read, roll, recover, truncate, flush, tail) and the
 // Store (many topics and partitions under one root directory).
 //
+// # Using a log
+//
+// Open a partition directory, append records (or a Kafka client's batch
+// with AppendBatch), read them back from an offset, and Close:
+//
+//	l, err := storage.Open(dir, storage.Options{Sync: storage.SyncAlways})
+//	if err != nil { ... }
+//	defer l.Close()
+//	res, err := l.Append(storage.Record{Key: k, Value: v})
+//	r := l.NewReader(res.FirstOffset)
+//	for r.Next() {
+//		rec := r.Record() // Offset, Key, Value, Headers, Timestamp
+//	}
+//	err = r.Err()
+//
+// Log.Wait blocks until the log grows past an offset (a consumer at the
+// end), Log.ReadRegion hands whole batches to sendfile, and Log.Sync makes
+// what was appended durable under a lazier sync policy. A process that
+// reads a partition another process writes opens an OpenFollower. Many
+// topics and partitions live under one root in a Store (OpenStore).
+// Check and Repair examine a data directory with the rules recovery uses.
+//
 // # Layout
 //
 //	<root>/

@@ -21,6 +21,7 @@ import (
 func TestCheckBesideAWriter(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "t-0")
 	l := openFilled(t, dir, small(), 300, 5)
+	waitRollFlushed(t, l)
 	end := l.EndOffset()
 	segs := segmentsOf(t, l)
 	require.Greater(t, len(segs), 2)
@@ -50,7 +51,7 @@ func TestCheckBesideAWriter(t *testing.T) {
 
 	// The same bytes where no writer holds them (what a crash leaves).
 	copied := filepath.Join(t.TempDir(), "t-0")
-	require.NoError(t, os.CopyFS(copied, os.DirFS(dir)))
+	copyDir(t, dir, copied)
 	require.NoError(t, l.Close())
 	rep, err = Check(copied, CheckOptions{})
 	require.NoError(t, err)

@@ -104,7 +104,7 @@ func describeCommand(e *env) *cobra.Command {
 			if err != nil {
 				return c.fail("%v", err)
 			}
-			ost, closeOst, err := readOffsets(dir, nil)
+			ost, closeOst, err := readOffsets(dir)
 			if err != nil && !errors.Is(err, errNoOffsetStore) {
 				return c.fail("%v", err)
 			}

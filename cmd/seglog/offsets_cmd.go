@@ -47,7 +47,7 @@ func offsetsCommand(e *env) *cobra.Command {
 			if err := requireDir(dir); err != nil {
 				return c.fail("%v", err)
 			}
-			ost, closeOst, err := readOffsets(dir, nil)
+			ost, closeOst, err := readOffsets(dir)
 			if errors.Is(err, errNoOffsetStore) {
 				if group != "" {
 					return c.fail("group %s does not exist: %s has %v", group, dir, err)

@@ -147,7 +147,7 @@ func (o *resetFlags) reset(e *env, c *cli, spec consumer.Position) int {
 	defer store.Close()
 	// The plan reads the offsets read-only; --execute opens the
 	// store to write only to commit.
-	cur, closeCur, err := readOffsets(o.dir, nil)
+	cur, closeCur, err := readOffsets(o.dir)
 	if err != nil && !errors.Is(err, errNoOffsetStore) {
 		return c.fail("%v", err)
 	}

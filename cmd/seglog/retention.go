@@ -81,7 +81,7 @@ func runRetention(c *cli, pos []string, dir string, dryRun, asJSON bool, p reten
 	}
 	var consumed retention.Consumed
 	if needOffsets {
-		ost, closeOst, err := readOffsets(dir, nil)
+		ost, closeOst, err := readOffsets(dir)
 		switch {
 		case errors.Is(err, errNoOffsetStore):
 			c.warn("%s has no offset store: no group reads any topic, so nothing counts as consumed", dir)

@@ -173,8 +173,11 @@ func (c *Cleaner) Policy(topic string) Policy {
 	if p, ok := c.opts.Topics[topic]; ok {
 		return p
 	}
-	if cfg, err := c.store.TopicConfig(topic); err == nil && (cfg.RetentionAge > 0 || cfg.RetentionBytes > 0 || cfg.RetentionConsumed) {
-		return Policy{MaxAge: cfg.RetentionAge, MaxBytes: cfg.RetentionBytes, Consumed: cfg.RetentionConsumed && c.consumed != nil}
+	if cfg, err := c.store.TopicConfig(topic); err == nil {
+		if p, own := TopicPolicy(cfg); own {
+			p.Consumed = p.Consumed && c.consumed != nil
+			return p
+		}
 	}
 	return c.opts.Default
 }

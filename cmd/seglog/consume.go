@@ -2,18 +2,16 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/seglog/seglog/offsets"
+	"github.com/seglog/seglog/consumer"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 	"github.com/spf13/cobra"
@@ -212,7 +210,7 @@ func consumeCommand(e *env) *cobra.Command {
 	return cmd
 }
 
-func runConsume(c *cli, dir, topic string, partition int, from fromSpec, group string, commitFirst bool, maxN int64, follow bool, out outputFormat) int {
+func runConsume(c *cli, dir, topic string, partition int, from consumer.Position, group string, commitFirst bool, maxN int64, follow bool, out outputFormat) int {
 	e := c.e
 	// Read-only: consume changes nothing in the logs and takes no lock,
 	// so it can follow a log that a producer process is writing.
@@ -225,305 +223,74 @@ func runConsume(c *cli, dir, topic string, partition int, from fromSpec, group s
 	if !ok {
 		return code
 	}
-	parts, code, ok := partitionsOf(c, topic, n, partition)
-	if !ok {
-		return code
-	}
-	if group != "" && partition < 0 {
-		if addr := kafkaListener(dir); addr != "" {
-			// A broker serves the directory: join the group through it
-			// (consume_kafka.go).
-			return runConsumeKafka(c, addr, topic, group, from, commitFirst, maxN, follow, out)
+	opts := consumer.Options{Group: group, From: from, Follow: follow, Notify: func(msg string) { c.warn("%s", msg) }}
+	if partition >= 0 || group == "" {
+		if opts.Partitions, code, ok = partitionsOf(c, topic, n, partition); !ok {
+			return code
 		}
 	}
-	var ost *offsets.Store
-	if group != "" {
-		var err error
-		if ost, err = openOffsets(dir); err != nil {
-			return c.fail("%v", err)
-		}
-		defer ost.Close()
+	cs, err := consumer.Open(store, topic, opts)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	defer cs.Close()
+	if addr := cs.Broker(); addr != "" {
+		fmt.Fprintf(e.stderr, "%s: group %s joins through the broker at %s\n", c.name, group, addr)
 	}
 	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cs := &consumer{c: c, topic: topic, group: group, ost: ost, commitFirst: commitFirst, max: maxN,
-		out: out, w: bufio.NewWriterSize(e.stdout, 64<<10), store: store, from: from}
-	if group != "" && partition < 0 {
-		// The group's processes split the partitions (consume_leases.go).
-		ls, err := joinLeases(dir, group, topic, n)
+	w := bufio.NewWriterSize(e.stdout, 64<<10)
+	defer w.Flush()
+	var printed int64
+	for maxN == 0 || printed < maxN {
+		limit := consumer.MaxPoll
+		if maxN > 0 {
+			limit = int(min(int64(limit), maxN-printed))
+		}
+		recs, err := cs.Poll(ctx, limit)
+		if err == io.EOF || ctx.Err() != nil {
+			break
+		}
 		if err != nil {
+			w.Flush()
 			return c.fail("%v", err)
 		}
-		defer ls.close()
-		cs.leases = ls
-		if parts, err = ls.rebalance(cs.release); err != nil {
-			return c.fail("%v", err)
-		}
-		cs.rebalanced = time.Now()
-	}
-	if err := cs.add(parts); err != nil {
-		return c.fail("%v", err)
-	}
-	return cs.run(ctx, follow)
-}
-
-// add starts reading partitions: from the group's committed offsets, or
-// --from (committed first, so that the group holds its place).
-func (cs *consumer) add(parts []int32) error {
-	var starts []offsets.Commit
-	for _, p := range parts {
-		l, err := cs.store.Follower(cs.topic, p)
-		if err != nil {
-			return err
-		}
-		// A partition taken over from another process may have been
-		// opened (and left) long ago: its end as the writer has it now,
-		// so that a commit past the end this log knew is not reset.
-		if _, err := l.Refresh(); err != nil {
-			return fmt.Errorf("%s: %w", storage.PartitionDir(cs.topic, p), err)
-		}
-		start, committed, err := cs.startOffset(l, p, cs.from)
-		if err != nil {
-			return fmt.Errorf("%s: %w", storage.PartitionDir(cs.topic, p), err)
-		}
-		pr := &partReader{p: p, l: l, r: l.NewReader(start), pos: start, committed: -1}
-		if committed {
-			pr.committed = start
-		} else if cs.ost != nil {
-			starts = append(starts, offsets.Commit{Topic: cs.topic, Partition: p, Offset: start})
-			pr.committed = start
-		}
-		cs.parts = append(cs.parts, pr)
-	}
-	slices.SortFunc(cs.parts, func(a, b *partReader) int { return int(a.p - b.p) })
-	if len(starts) > 0 {
-		if err := cs.ost.CommitBatch(cs.group, starts); err != nil {
-			return fmt.Errorf("commit the starting positions of group %s: %w", cs.group, err)
-		}
-	}
-	return nil
-}
-
-// release stops reading a partition whose lease goes to another
-// process: what was printed is committed already (after each chunk).
-func (cs *consumer) release(p int32) error {
-	cs.parts = slices.DeleteFunc(cs.parts, func(pr *partReader) bool { return pr.p == p })
-	return nil
-}
-
-// rebalance looks at the group's leases again when it is time.
-func (cs *consumer) rebalance() error {
-	if cs.leases == nil || time.Since(cs.rebalanced) < leaseInterval {
-		return nil
-	}
-	cs.rebalanced = time.Now()
-	taken, err := cs.leases.rebalance(cs.release)
-	if err != nil {
-		return err
-	}
-	return cs.add(taken)
-}
-
-type partReader struct {
-	p         int32
-	l         *storage.Follower
-	r         *storage.Reader
-	pos       int64 // next offset to print
-	committed int64 // last offset committed by this run, -1: none
-}
-
-type consumer struct {
-	c           *cli
-	topic       string
-	group       string
-	ost         *offsets.Store
-	commitFirst bool
-	max         int64
-	out         outputFormat
-	w           *bufio.Writer
-	parts       []*partReader
-	printed     int64
-	store       *storage.Store
-	from        fromSpec
-	leases      *leases   // --group over all partitions: split with the group's other processes
-	rebalanced  time.Time // when the leases were last looked at
-}
-
-// startOffset returns where to start reading partition p, and whether
-// that is the group's committed offset.
-func (cs *consumer) startOffset(l *storage.Follower, p int32, from fromSpec) (int64, bool, error) {
-	name := storage.PartitionDir(cs.topic, p)
-	start, end := l.StartOffset(), l.EndOffset()
-	if cs.ost != nil {
-		pos, err := cs.ost.Fetch(cs.group, cs.topic, p)
-		switch {
-		case err == nil && pos.Offset < start:
-			cs.c.warn("group %s: committed offset %d on %s is below the log start %d (retention deleted those records): resetting to %d", cs.group, pos.Offset, name, start, start)
-			return start, false, nil
-		case err == nil && pos.Offset > end:
-			cs.c.warn("group %s: committed offset %d on %s is past the log end %d: resetting to %d", cs.group, pos.Offset, name, end, end)
-			return end, false, nil
-		case err == nil:
-			return pos.Offset, true, nil
-		case !errors.Is(err, offsets.ErrNoCommit):
-			return 0, false, err
-		}
-	}
-	off, err := from.resolve(l, -1)
-	if err != nil {
-		return 0, false, err
-	}
-	switch {
-	case off < start:
-		cs.c.warn("offset %d on %s is below the log start %d: starting at %d", off, name, start, start)
-		off = start
-	case off > end:
-		cs.c.warn("offset %d on %s is past the log end %d: starting at %d", off, name, end, end)
-		off = end
-	}
-	return off, false, nil
-}
-
-const consumeChunk = 500
-
-func (cs *consumer) run(ctx context.Context, follow bool) int {
-	defer cs.w.Flush()
-	for {
-		if err := cs.rebalance(); err != nil {
-			cs.w.Flush()
-			return cs.c.fail("%v", err)
-		}
-		progressed := false
-		for _, pr := range cs.parts {
-			for {
-				if ctx.Err() != nil || cs.done() {
-					return cs.finish(ctx)
-				}
-				n, err := cs.chunk(pr)
-				if err != nil {
-					cs.w.Flush()
-					return cs.c.fail("%s: %v", storage.PartitionDir(cs.topic, pr.p), err)
-				}
-				if n == 0 {
-					break
-				}
-				progressed = true
+		if commitFirst {
+			if err := cs.Commit(recs); err != nil {
+				return c.fail("%v", err)
 			}
 		}
-		if progressed {
-			continue
-		}
-		if !follow {
-			return cs.finish(ctx)
-		}
-		wctx, cancel := ctx, context.CancelFunc(func() {})
-		if cs.leases != nil {
-			// Look at the leases again in a while, records or not.
-			wctx, cancel = context.WithTimeout(ctx, leaseInterval)
-		}
-		pr, err := waitAny(wctx, cs.parts)
-		cancel()
-		if err != nil && ctx.Err() == nil && wctx.Err() != nil {
-			continue
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return cs.finish(ctx)
+		for i := range recs {
+			if err := out.print(w, recs[i].Partition, &recs[i].Record); err != nil {
+				return c.fail("write stdout: %v", err)
 			}
-			// Following failed (the partition was deleted, a file is
-			// unreadable): say so, after committing what was printed.
-			code := cs.finish(ctx)
-			cs.c.fail("%s: waiting for records: %v", storage.PartitionDir(cs.topic, pr.p), err)
-			return max(code, exitFailure)
+		}
+		if err := w.Flush(); err != nil {
+			return c.fail("write stdout: %v", err)
+		}
+		printed += int64(len(recs))
+		if !commitFirst {
+			if err := cs.Commit(recs); err != nil {
+				return c.fail("%v", err)
+			}
 		}
 	}
-}
-
-func (cs *consumer) done() bool { return cs.max > 0 && cs.printed >= cs.max }
-
-// finish commits (when interrupted, what was printed) and reports.
-func (cs *consumer) finish(ctx context.Context) int {
-	if err := cs.w.Flush(); err != nil {
-		return cs.c.fail("write stdout: %v", err)
+	if err := w.Flush(); err != nil {
+		return c.fail("write stdout: %v", err)
 	}
-	if ctx.Err() != nil && cs.group != "" {
-		fmt.Fprintf(cs.c.e.stderr, "%s: interrupted after %d records; committed group %s's positions\n", cs.c.name, cs.printed, cs.group)
+	if ctx.Err() != nil && group != "" {
+		fmt.Fprintf(e.stderr, "%s: interrupted after %d records; committed group %s's positions\n", c.name, printed, group)
 	}
 	return exitOK
 }
 
-// chunk reads up to consumeChunk records of a partition, prints them and
-// commits after them (before them with --commit-first). It returns how
-// many it printed.
-func (cs *consumer) chunk(pr *partReader) (int, error) {
-	limit := consumeChunk
-	if cs.max > 0 {
-		limit = int(min(int64(limit), cs.max-cs.printed))
-	}
-	recs := make([]storage.Record, 0, limit)
-	for len(recs) < limit && pr.r.Next() {
-		r := pr.r.Record()
-		cp := storage.Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: cloneBytes(r.Key), Value: cloneBytes(r.Value)}
-		for _, h := range r.Headers {
-			cp.Headers = append(cp.Headers, segment.RecordHeader{Key: cloneBytes(h.Key), Value: cloneBytes(h.Value)})
-		}
-		recs = append(recs, cp)
-	}
-	if err := pr.r.Err(); err != nil {
-		return 0, err
-	}
-	if len(recs) == 0 {
-		return 0, nil
-	}
-	next := recs[len(recs)-1].Offset + 1
-	if cs.commitFirst {
-		if err := cs.commit(pr, next); err != nil {
-			return 0, err
-		}
-	}
-	for i := range recs {
-		if err := cs.print(pr.p, &recs[i]); err != nil {
-			return 0, err
-		}
-	}
-	if err := cs.w.Flush(); err != nil {
-		return 0, fmt.Errorf("write stdout: %w", err)
-	}
-	pr.pos = next
-	cs.printed += int64(len(recs))
-	if !cs.commitFirst {
-		if err := cs.commit(pr, next); err != nil {
-			return 0, err
-		}
-	}
-	return len(recs), nil
-}
-
-func (cs *consumer) commit(pr *partReader, next int64) error {
-	if cs.ost == nil || next == pr.committed {
-		return nil
-	}
-	if err := cs.ost.Commit(cs.group, cs.topic, pr.p, next, ""); err != nil {
-		return fmt.Errorf("commit offset %d for group %s: %w", next, cs.group, err)
-	}
-	pr.committed = next
-	return nil
-}
-
-func cloneBytes(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append(make([]byte, 0, len(b)), b...)
-}
-
-func (cs *consumer) print(p int32, r *storage.Record) error {
-	o := &cs.out
+// print writes record r of partition p to w.
+func (o *outputFormat) print(w *bufio.Writer, p int32, r *storage.Record) error {
 	switch {
 	case o.json:
 		rj := newRecordJSON(r, 0)
 		rj.Partition = &p
-		return writeJSONLine(cs.w, rj)
+		return writeJSONLine(w, rj)
 	case o.tokens != nil:
 		b := o.scratch[:0]
 		for _, t := range o.tokens {
@@ -551,24 +318,24 @@ func (cs *consumer) print(p int32, r *storage.Record) error {
 			}
 		}
 		o.scratch = b
-		_, err := cs.w.Write(b)
+		_, err := w.Write(b)
 		return err
 	}
 	if o.printTS {
-		cs.w.WriteString(strconv.FormatInt(r.Timestamp, 10))
-		cs.w.WriteString(o.sep)
+		w.WriteString(strconv.FormatInt(r.Timestamp, 10))
+		w.WriteString(o.sep)
 	}
 	if o.printHeaders {
 		o.scratch = appendHeaders(o.scratch[:0], r.Headers)
-		cs.w.Write(o.scratch)
-		cs.w.WriteString(o.sep)
+		w.Write(o.scratch)
+		w.WriteString(o.sep)
 	}
 	if o.printKey {
-		cs.w.Write(r.Key)
-		cs.w.WriteString(o.sep)
+		w.Write(r.Key)
+		w.WriteString(o.sep)
 	}
-	cs.w.Write(r.Value)
-	_, err := cs.w.WriteString(o.delim)
+	w.Write(r.Value)
+	_, err := w.WriteString(o.delim)
 	return err
 }
 
@@ -591,33 +358,4 @@ func appendHeaders(b []byte, hs []segment.RecordHeader) []byte {
 		b = append(b, h.Value...)
 	}
 	return b
-}
-
-// waitAny waits until any partition has a record at its position, or ctx
-// is done (ctx.Err()), or a wait fails: it returns the partition that
-// failed and the error.
-func waitAny(ctx context.Context, parts []*partReader) (*partReader, error) {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type result struct {
-		pr  *partReader
-		err error
-	}
-	if len(parts) == 0 {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	done := make(chan result, len(parts))
-	for _, pr := range parts {
-		go func() { done <- result{pr, pr.l.Wait(wctx, pr.pos)} }()
-	}
-	first := <-done
-	cancel()
-	for range len(parts) - 1 {
-		<-done
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	return first.pr, first.err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog/consumer"
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
@@ -52,22 +53,16 @@ type describeSegment struct {
 	Active         bool  `json:"active"`
 }
 
-type describeGroup struct {
-	Group     string `json:"group"`
-	Committed *int64 `json:"committed"`
-	Lag       int64  `json:"lag"`
-}
-
 type describePartition struct {
-	Partition     int32             `json:"partition"`
-	Dir           string            `json:"dir"`
-	StartOffset   int64             `json:"start_offset"`
-	EndOffset     int64             `json:"end_offset"`
-	HighWatermark int64             `json:"high_watermark"`
-	RecoveryPoint *int64            `json:"recovery_point"`
-	Bytes         int64             `json:"bytes"`
-	Segments      []describeSegment `json:"segments"`
-	Groups        []describeGroup   `json:"groups"`
+	Partition     int32               `json:"partition"`
+	Dir           string              `json:"dir"`
+	StartOffset   int64               `json:"start_offset"`
+	EndOffset     int64               `json:"end_offset"`
+	HighWatermark int64               `json:"high_watermark"`
+	RecoveryPoint *int64              `json:"recovery_point"`
+	Bytes         int64               `json:"bytes"`
+	Segments      []describeSegment   `json:"segments"`
+	Groups        []consumer.GroupLag `json:"groups"`
 }
 
 type describeTopic struct {
@@ -109,7 +104,7 @@ func describeCommand(e *env) *cobra.Command {
 			if err != nil {
 				return c.fail("%v", err)
 			}
-			ost, closeOst, err := readOffsets(dir, nil)
+			ost, closeOst, err := readOffsets(dir)
 			if err != nil && !errors.Is(err, errNoOffsetStore) {
 				return c.fail("%v", err)
 			}
@@ -163,7 +158,7 @@ func describePart(store *storage.Store, ost *offsets.Store, topic string, p int3
 		return describePartition{}, err
 	}
 	dp := describePartition{Partition: p, Dir: l.Dir(), StartOffset: l.StartOffset(), EndOffset: l.EndOffset(), HighWatermark: l.HighWatermark(),
-		Segments: []describeSegment{}, Groups: []describeGroup{}}
+		Segments: []describeSegment{}, Groups: []consumer.GroupLag{}}
 	if rp, ok, err := storage.ReadCheckpoint(l.Dir(), storage.RecoveryPointFile); err != nil {
 		return dp, err
 	} else if ok {
@@ -187,9 +182,7 @@ func describePart(store *storage.Store, ost *offsets.Store, topic string, p int3
 		dp.Segments = append(dp.Segments, ds)
 	}
 	if ost != nil {
-		for _, r := range groupLags(ost, topic, p, dp.StartOffset, dp.EndOffset) {
-			dp.Groups = append(dp.Groups, r)
-		}
+		dp.Groups = append(dp.Groups, consumer.GroupLags(ost, topic, p, dp.StartOffset, dp.EndOffset)...)
 	}
 	return dp, nil
 }
@@ -207,30 +200,6 @@ func firstTimestamp(path string) (int64, error) {
 		return sc.Header().BaseTimestamp, nil
 	}
 	return -1, sc.Err()
-}
-
-// groupLags returns, for every group that reads topic, its committed
-// offset on partition p and its lag against [start, end).
-func groupLags(ost *offsets.Store, topic string, p int32, start, end int64) []describeGroup {
-	var out []describeGroup
-	for _, g := range readersOf(ost, topic) {
-		dg := describeGroup{Group: g}
-		if pos, err := ost.Fetch(g, topic, p); err == nil {
-			dg.Committed = ptr(pos.Offset)
-		}
-		dg.Lag = lag(dg.Committed, start, end)
-		out = append(out, dg)
-	}
-	return out
-}
-
-// lag is what a group has left to read of a partition: log end minus its
-// committed offset (the log start when it has none, or one below it).
-func lag(committed *int64, start, end int64) int64 {
-	if committed == nil || *committed < start {
-		return end - start
-	}
-	return max(0, end-*committed)
 }
 
 func writeDescribe(w io.Writer, d *describeTopic) {

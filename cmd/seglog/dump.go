@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -204,7 +207,7 @@ func (d *dumper) problem(file string, pos int64, msg string) {
 func (d *dumper) file(path string) {
 	switch {
 	case strings.HasSuffix(path, segment.LogSuffix):
-		base, named := segmentBase(path)
+		_, named := segment.BaseOf(path)
 		tail := int64(-1)
 		if named {
 			// A partition a writer holds is judged up to the last whole
@@ -225,7 +228,7 @@ func (d *dumper) file(path string) {
 			return
 		}
 		defer f.Close()
-		d.log(newBatchWalk(f, size, path, base, named), tail)
+		d.log(segment.NewWalk(f, size, path), path, tail)
 		if d.o.verifyIndex {
 			d.indexCheck(path)
 		}
@@ -261,70 +264,14 @@ type batchJSON struct {
 	Valid           bool   `json:"valid"`
 }
 
-// kafkaBatchLine is the line kafka-dump-log.sh prints for a v2 batch at
-// pos (DumpLogSegments' batch level).
-func kafkaBatchLine(h segment.Header, pos int64, valid bool) string {
-	horizon := "OptionalLong.empty"
-	if h.HasDeleteHorizon() {
-		horizon = fmt.Sprintf("OptionalLong[%d]", h.BaseTimestamp)
-	}
-	return fmt.Sprintf("baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t deleteHorizonMs: %s position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t",
-		h.BaseOffset, h.LastOffset(), h.RecordCount, h.BaseSequence, h.KafkaLastSequence(), h.ProducerID, h.ProducerEpoch,
-		h.LeaderEpoch, h.IsTransactional(), h.IsControl(), horizon, pos, h.TimestampType(), h.MaxTimestamp, h.Size(),
-		h.Version, h.Codec(), h.Checksum, valid)
-}
-
-// kafkaRecordLine is the line kafka-dump-log.sh --print-data-log prints
-// for record r of the batch h; keys and payloads are cut at maxValue.
-func kafkaRecordLine(h segment.Header, r *segment.Record, maxValue int) string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [", r.Offset, h.TimestampType(), r.Timestamp,
-		nullableLen(r.Key), nullableLen(r.Value), h.SequenceOf(r.Offset))
-	for i, hd := range r.Headers {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteString(textBytes(hd.Key, maxValue))
-	}
-	sb.WriteByte(']')
-	if h.IsControl() {
-		c, err := segment.ParseControlRecord(r)
-		switch {
-		case err != nil:
-			fmt.Fprintf(&sb, " controlType: %v", err)
-		case c.IsTxnMarker():
-			fmt.Fprintf(&sb, " endTxnMarker: %s coordinatorEpoch: %d", c.Type, c.CoordinatorEpoch)
-		default:
-			fmt.Fprintf(&sb, " controlType: %s(%d)", c.Type, int16(c.Type))
-		}
-		return sb.String()
-	}
-	if r.Key != nil {
-		sb.WriteString(" key: " + textBytes(r.Key, maxValue))
-	}
-	if r.Value != nil {
-		sb.WriteString(" payload: " + textBytes(r.Value, maxValue))
-	}
-	return sb.String()
-}
-
-// nullableLen is Kafka's size of a nullable field: -1 for null.
-func nullableLen(b []byte) int {
-	if b == nil {
-		return -1
-	}
-	return len(b)
-}
-
 // log dumps the .log that s walks. It never panics on any bytes: every
 // decoding is the segment package's hostile-input-safe decoders. tail >= 0
 // is where the tail a writer is appending begins: batches from there on
 // are not read.
-func (d *dumper) log(s *batchWalk, tail int64) {
-	path := s.path
+func (d *dumper) log(s *segment.Walk, path string, tail int64) {
 	if !d.o.json {
 		fmt.Fprintf(d.w, "Dumping %s\n", path)
-		if b, ok := segmentBase(path); ok {
+		if b, ok := segment.BaseOf(path); ok {
 			fmt.Fprintf(d.w, "Log starting offset: %d\n", b)
 		}
 	}
@@ -345,7 +292,7 @@ func (d *dumper) log(s *batchWalk, tail int64) {
 				LastSequence: h.KafkaLastSequence(), LeaderEpoch: h.LeaderEpoch, IsTransactional: h.IsTransactional(),
 				IsControl: h.IsControl(), Checksum: fmt.Sprintf("%#x", h.Checksum), Valid: valid})
 		} else {
-			fmt.Fprintln(d.w, kafkaBatchLine(h, pos, valid))
+			fmt.Fprintln(d.w, segment.KafkaBatchLine(h, pos, valid))
 		}
 		if !valid {
 			d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch at offset %d: %v", path, pos, h.BaseOffset, s.VerifyErr))
@@ -354,7 +301,7 @@ func (d *dumper) log(s *batchWalk, tail int64) {
 			d.records(&it, s.Batch, path, pos)
 		}
 	}
-	if tail >= 0 && (stopped || s.Err() != nil && s.sc.NextOffset() >= tail) {
+	if tail >= 0 && (stopped || s.Err() != nil && s.NextOffset() >= tail) {
 		d.note(path, fmt.Sprintf("%s: held by a writer: read up to offset %d, the last whole batch a read-only follower sees; the tail being written is not judged", path, tail))
 		return
 	}
@@ -396,7 +343,7 @@ func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos 
 			_ = writeJSONLine(d.w, rj)
 			continue
 		}
-		fmt.Fprintln(d.w, kafkaRecordLine(it.Header(), r, d.o.maxValue))
+		fmt.Fprintln(d.w, segment.KafkaRecordLine(it.Header(), r, d.o.maxValue))
 	}
 	if err := it.Err(); err != nil {
 		d.problem(path, pos, fmt.Sprintf("%s at byte %d: batch at offset %d: %v", path, pos, it.Header().BaseOffset, err))
@@ -468,12 +415,15 @@ type timeEntryJSON struct {
 // index dumps an .index or .timeindex file with the segment package's
 // index decoders.
 func (d *dumper) index(path string) {
-	b, err := readSmallFile(path)
+	c, err := segment.ReadIndexFile(path)
+	if errors.As(err, new(*fs.PathError)) {
+		err = fileErr(path, err)
+	}
 	if err != nil {
 		d.problem(path, -1, err.Error())
 		return
 	}
-	base, named := segmentBase(path)
+	base, named := segment.BaseOf(path)
 	if !named {
 		fmt.Fprintf(d.stderr, "%s: %s: the file name is not a segment name (20 digits of base offset): offsets are shown relative to 0\n", d.name, path)
 	}
@@ -485,10 +435,8 @@ func (d *dumper) index(path string) {
 		}
 		fmt.Fprintf(d.w, "Dumping %s (%s, base offset %d)\n", path, kind, base)
 	}
-	var c segment.IndexContent
 	var used int
 	if isTime {
-		c = segment.DecodeTimeIndex(b, base)
 		used = len(c.Times)
 		for i, e := range c.Times {
 			if d.o.json {
@@ -498,7 +446,6 @@ func (d *dumper) index(path string) {
 			}
 		}
 	} else {
-		c = segment.DecodeOffsetIndex(b, base)
 		used = len(c.Offsets)
 		for i, e := range c.Offsets {
 			if d.o.json {
@@ -524,8 +471,7 @@ func (d *dumper) index(path string) {
 func dumpLogBytes(w, stderr io.Writer, data []byte, name string, o dumpOptions) int {
 	bw := bufio.NewWriter(w)
 	d := &dumper{w: bw, stderr: stderr, o: o, name: "seglog dump"}
-	base, named := segmentBase(name)
-	d.log(newBatchWalk(readerAtBytes(data), int64(len(data)), name, base, named), -1)
+	d.log(segment.NewWalk(bytes.NewReader(data), int64(len(data)), name), name, -1)
 	_ = bw.Flush()
 	return d.problems
 }

@@ -78,7 +78,7 @@ func hashTree(t testing.TB, dir string) map[string]string {
 	return out
 }
 
-func readAll(path string) ([]byte, error) { return readSmallFile(path) }
+func readAll(path string) ([]byte, error) { return os.ReadFile(path) }
 
 // fixedTS is the timestamp of the first record of test data.
 const fixedTS = 1_700_000_000_000

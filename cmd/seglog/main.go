@@ -15,10 +15,10 @@
 // file and byte position involved.
 //
 // The tool stays thin: it decodes with the library's own decoders
-// (segment.NewScanner, segment.Verify, segment.RecordIter,
-// segment.DecodeOffsetIndex, storage.ReadCheckpoint,
-// storage.ReadTopicConfig) and prints what the library's checks return
-// (storage.Check, offsets.Check, storage.Repair). Listing commands (topics,
+// (segment.Walk, segment.RecordIter, segment.ReadIndexFile,
+// storage.ReadCheckpoint), reads as a consumer through package consumer,
+// and prints what the library's checks return (storage.Check,
+// offsets.Check, storage.Repair). Listing commands (topics,
 // describe, offsets, dump, verify) open everything read-only: they change
 // no byte of a data directory, also beside a running producer or broker.
 package main

@@ -53,7 +53,7 @@ func metricsCommand(e *env) *cobra.Command {
 				}
 			}
 			var opts metrics.Options
-			ost, closeOst, err := readOffsets(dir, nil)
+			ost, closeOst, err := readOffsets(dir)
 			switch {
 			case err == nil:
 				defer closeOst()

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/seglog/seglog/offsets"
+	"github.com/seglog/seglog/consumer"
 	"github.com/seglog/seglog/storage"
 	"github.com/spf13/cobra"
 )
@@ -32,16 +32,6 @@ seglog offsets --dir /var/lib/seglog --group audit --json
 seglog offsets --dir /var/lib/seglog --max-lag 100000 || alert "consumers are behind"
 seglog offsets reset --dir /var/lib/seglog --group audit --topic events --to-datetime 2024-05-01T12:00:00Z --execute`
 
-type lagRow struct {
-	Group     string `json:"group"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Committed *int64 `json:"committed"` // null: no commit on this partition
-	LogStart  *int64 `json:"log_start"` // null: the partition does not exist
-	LogEnd    *int64 `json:"log_end"`
-	Lag       *int64 `json:"lag"`
-}
-
 func offsetsCommand(e *env) *cobra.Command {
 	var dir, group string
 	var asJSON bool
@@ -57,7 +47,7 @@ func offsetsCommand(e *env) *cobra.Command {
 			if err := requireDir(dir); err != nil {
 				return c.fail("%v", err)
 			}
-			ost, closeOst, err := readOffsets(dir, nil)
+			ost, closeOst, err := readOffsets(dir)
 			if errors.Is(err, errNoOffsetStore) {
 				if group != "" {
 					return c.fail("group %s does not exist: %s has %v", group, dir, err)
@@ -81,7 +71,7 @@ func offsetsCommand(e *env) *cobra.Command {
 				}
 				groups = []string{group}
 			}
-			rows, err := lagRows(store, ost, groups)
+			rows, err := consumer.Lags(store, ost, groups)
 			if err != nil {
 				return c.fail("%v", err)
 			}
@@ -102,7 +92,7 @@ func offsetsCommand(e *env) *cobra.Command {
 
 // printLag prints rows to out, as a table or as JSON lines; with maxLag
 // at least 0, it warns of every lag over maxLag and then fails.
-func printLag(c *cli, out io.Writer, rows []lagRow, asJSON bool, maxLag int64) int {
+func printLag(c *cli, out io.Writer, rows []consumer.Lag, asJSON bool, maxLag int64) int {
 	w := bufio.NewWriter(out)
 	if asJSON {
 		for _, r := range rows {
@@ -142,64 +132,3 @@ func optInt(p *int64) string {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// lagRows lists, per group, every partition of every topic the group reads
-// (has committed on or subscribed to), with the log's offsets and the lag.
-func lagRows(store *storage.Store, ost *offsets.Store, groups []string) ([]lagRow, error) {
-	var rows []lagRow
-	for _, g := range groups {
-		committed := map[string]map[int32]int64{}
-		var topics []string
-		for _, p := range ost.Positions(g) {
-			if committed[p.Topic] == nil {
-				committed[p.Topic] = map[int32]int64{}
-				topics = append(topics, p.Topic)
-			}
-			committed[p.Topic][p.Partition] = p.Offset
-		}
-		for _, t := range store.Topics() {
-			if committed[t.Name] == nil && slices.Contains(ost.Readers(t.Name), g) {
-				committed[t.Name] = map[int32]int64{}
-				topics = append(topics, t.Name)
-			}
-		}
-		slices.Sort(topics)
-		for _, topic := range topics {
-			n, err := store.Partitions(topic)
-			if err != nil {
-				// A topic that was deleted (or never existed here).
-				var ps []int32
-				for p := range committed[topic] {
-					ps = append(ps, p)
-				}
-				slices.Sort(ps)
-				for _, p := range ps {
-					rows = append(rows, lagRow{Group: g, Topic: topic, Partition: p, Committed: ptr(committed[topic][p])})
-				}
-				continue
-			}
-			for p := int32(0); p < int32(n); p++ {
-				l, err := store.Follower(topic, p)
-				if err != nil {
-					return nil, err
-				}
-				start, end := l.StartOffset(), l.EndOffset()
-				row := lagRow{Group: g, Topic: topic, Partition: p, LogStart: ptr(start), LogEnd: ptr(end)}
-				if off, ok := committed[topic][p]; ok {
-					row.Committed = ptr(off)
-				}
-				row.Lag = ptr(lag(row.Committed, start, end))
-				rows = append(rows, row)
-			}
-		}
-	}
-	return rows, nil
-}
-
-// readersOf lists the groups that read topic (have committed on it or
-// subscribed to it), sorted.
-func readersOf(ost *offsets.Store, topic string) []string {
-	gs := slices.Clone(ost.Readers(topic))
-	slices.Sort(gs)
-	return gs
-}

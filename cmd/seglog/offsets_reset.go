@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog/consumer"
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/storage"
 )
@@ -41,15 +42,6 @@ const resetExample = `
 seglog offsets reset --dir /var/lib/seglog --group audit --topic events --to-earliest
 seglog offsets reset --dir /var/lib/seglog --group audit --topic events --partition 2 --to-offset 1500 --execute
 seglog offsets reset --dir /var/lib/seglog --group audit --all-topics --by-duration 1h --execute`
-
-type resetRow struct {
-	Group     string `json:"group"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Current   *int64 `json:"current"` // null: no commit
-	New       int64  `json:"new"`
-	Note      string `json:"note,omitempty"`
-}
 
 // resetFlags are the offsets reset command's flags.
 type resetFlags struct {
@@ -100,34 +92,34 @@ func offsetsResetCommand(e *env) *cobra.Command {
 // spec returns where the one given --to-*, --by-duration or --shift-by
 // flag moves the offsets; ok is false after a usage error, with its exit
 // code.
-func (o *resetFlags) spec(c *cli) (spec fromSpec, code int, ok bool) {
+func (o *resetFlags) spec(c *cli) (spec consumer.Position, code int, ok bool) {
 	n := 0
 	for _, t := range []struct {
 		flag string
-		spec func() (fromSpec, error)
+		spec func() (consumer.Position, error)
 	}{
-		{"to-earliest", func() (fromSpec, error) { return fromSpec{kind: fromEarliest}, nil }},
-		{"to-latest", func() (fromSpec, error) { return fromSpec{kind: fromLatest}, nil }},
-		{"to-offset", func() (fromSpec, error) {
+		{"to-earliest", func() (consumer.Position, error) { return consumer.Earliest(), nil }},
+		{"to-latest", func() (consumer.Position, error) { return consumer.Latest(), nil }},
+		{"to-offset", func() (consumer.Position, error) {
 			if o.toOffset < 0 {
-				return fromSpec{}, fmt.Errorf("--to-offset %d is negative", o.toOffset)
+				return consumer.Position{}, fmt.Errorf("--to-offset %d is negative", o.toOffset)
 			}
-			return fromSpec{kind: fromOffset, v: o.toOffset}, nil
+			return consumer.AtOffset(o.toOffset), nil
 		}},
-		{"to-datetime", func() (fromSpec, error) {
+		{"to-datetime", func() (consumer.Position, error) {
 			ms, err := parseDateTime(o.toDatetime)
 			if err != nil {
-				return fromSpec{}, fmt.Errorf("--to-datetime %w", err)
+				return consumer.Position{}, fmt.Errorf("--to-datetime %w", err)
 			}
-			return fromSpec{kind: fromTime, v: ms}, nil
+			return consumer.AtTime(ms), nil
 		}},
-		{"by-duration", func() (fromSpec, error) {
+		{"by-duration", func() (consumer.Position, error) {
 			if o.byDuration < 0 {
-				return fromSpec{}, fmt.Errorf("--by-duration %s is negative", formatDuration(o.byDuration))
+				return consumer.Position{}, fmt.Errorf("--by-duration %s is negative", formatDuration(o.byDuration))
 			}
-			return fromSpec{kind: fromTime, v: time.Now().Add(-o.byDuration).UnixMilli()}, nil
+			return consumer.AtTime(time.Now().Add(-o.byDuration).UnixMilli()), nil
 		}},
-		{"shift-by", func() (fromSpec, error) { return fromSpec{kind: fromShift, v: o.shiftBy}, nil }},
+		{"shift-by", func() (consumer.Position, error) { return consumer.ShiftBy(o.shiftBy), nil }},
 	} {
 		if !c.isSet(t.flag) {
 			continue
@@ -147,7 +139,7 @@ func (o *resetFlags) spec(c *cli) (spec fromSpec, code int, ok bool) {
 
 // reset plans the move of the group's offsets to spec, prints the plan
 // and, with --execute, commits it.
-func (o *resetFlags) reset(e *env, c *cli, spec fromSpec) int {
+func (o *resetFlags) reset(e *env, c *cli, spec consumer.Position) int {
 	store, code := openStoreReadOnly(c, o.dir)
 	if store == nil {
 		return code
@@ -155,7 +147,7 @@ func (o *resetFlags) reset(e *env, c *cli, spec fromSpec) int {
 	defer store.Close()
 	// The plan reads the offsets read-only; --execute opens the
 	// store to write only to commit.
-	cur, closeCur, err := readOffsets(o.dir, nil)
+	cur, closeCur, err := readOffsets(o.dir)
 	if err != nil && !errors.Is(err, errNoOffsetStore) {
 		return c.fail("%v", err)
 	}
@@ -207,7 +199,7 @@ func (o *resetFlags) topics(c *cli, store *storage.Store, cur *offsets.Store) (t
 }
 
 // printResetPlan prints rows to out, as a table or as JSON lines.
-func printResetPlan(c *cli, out io.Writer, rows []resetRow, asJSON bool) int {
+func printResetPlan(c *cli, out io.Writer, rows []consumer.Reset, asJSON bool) int {
 	w := bufio.NewWriter(out)
 	if asJSON {
 		for _, r := range rows {
@@ -233,17 +225,13 @@ func printResetPlan(c *cli, out io.Writer, rows []resetRow, asJSON bool) int {
 
 // commit opens the offset store and commits the new offsets of rows for
 // the group in one batch.
-func (o *resetFlags) commit(c *cli, rows []resetRow) int {
+func (o *resetFlags) commit(c *cli, rows []consumer.Reset) int {
 	ost, err := openOffsets(o.dir)
 	if err != nil {
 		return c.fail("%v: nothing was changed", err)
 	}
 	defer ost.Close()
-	commits := make([]offsets.Commit, len(rows))
-	for i, r := range rows {
-		commits[i] = offsets.Commit{Topic: r.Topic, Partition: r.Partition, Offset: r.New}
-	}
-	if err := ost.CommitBatch(o.group, commits); err != nil {
+	if err := consumer.ApplyReset(ost, o.group, rows); err != nil {
 		return c.fail("commit: %v: nothing was changed", err)
 	}
 	if err := ost.Close(); err != nil {
@@ -255,8 +243,8 @@ func (o *resetFlags) commit(c *cli, rows []resetRow) int {
 
 // planReset computes the new offset of every partition of topics (or
 // only partition) for group.
-func planReset(c *cli, store *storage.Store, dir string, cur *offsets.Store, group string, topics []string, partition int, spec fromSpec) ([]resetRow, int, bool) {
-	var rows []resetRow
+func planReset(c *cli, store *storage.Store, dir string, cur *offsets.Store, group string, topics []string, partition int, to consumer.Position) ([]consumer.Reset, int, bool) {
+	var rows []consumer.Reset
 	for _, t := range topics {
 		n, code, ok := topicPartitions(c, store, dir, t)
 		if !ok {
@@ -266,34 +254,11 @@ func planReset(c *cli, store *storage.Store, dir string, cur *offsets.Store, gro
 		if !ok {
 			return nil, code, false
 		}
-		for _, p := range parts {
-			l, err := store.Follower(t, p)
-			if err != nil {
-				return nil, c.fail("%v", err), false
-			}
-			row := resetRow{Group: group, Topic: t, Partition: p}
-			committed := int64(-1)
-			if cur != nil {
-				if pos, err := cur.Fetch(group, t, p); err == nil {
-					row.Current, committed = ptr(pos.Offset), pos.Offset
-				}
-			}
-			off, err := spec.resolve(l, committed)
-			if err != nil {
-				return nil, c.fail("%s: %v", storage.PartitionDir(t, p), err), false
-			}
-			start, end := l.StartOffset(), l.EndOffset()
-			switch {
-			case off < start:
-				row.Note = fmt.Sprintf("(%d is below the log start)", off)
-				off = start
-			case off > end:
-				row.Note = fmt.Sprintf("(%d is past the log end)", off)
-				off = end
-			}
-			row.New = off
-			rows = append(rows, row)
+		more, err := consumer.PlanReset(store, cur, group, t, parts, to)
+		if err != nil {
+			return nil, c.fail("%v", err), false
 		}
+		rows = append(rows, more...)
 	}
 	return rows, exitOK, true
 }

@@ -6,27 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/consumer"
 )
-
-// fromKind says how a starting position is given.
-type fromKind int
-
-const (
-	fromEarliest fromKind = iota // the log start
-	fromLatest                   // the log end
-	fromOffset                   // an offset
-	fromEnd                      // v records before the log end
-	fromTime                     // the first record at or after v ms since the epoch
-	fromShift                    // v records after (or before) the committed offset
-)
-
-// fromSpec is a starting position of consume --from, or a target of
-// offsets reset.
-type fromSpec struct {
-	kind fromKind
-	v    int64
-}
 
 // timeLayouts are the times --from and --to-datetime accept besides RFC
 // 3339: without a zone they are local time, as Kafka's tools take them.
@@ -58,52 +39,29 @@ func parseDateTime(s string) (int64, error) {
 // parseFrom parses consume's --from: earliest, latest, an offset, -N (N
 // records before the end of each partition), -DURATION (records from that
 // long ago: -1h, -30m, -7d), or a time (see parseDateTime).
-func parseFrom(s string, now time.Time) (fromSpec, error) {
+func parseFrom(s string, now time.Time) (consumer.Position, error) {
 	switch s {
 	case "earliest":
-		return fromSpec{kind: fromEarliest}, nil
+		return consumer.Earliest(), nil
 	case "latest":
-		return fromSpec{kind: fromLatest}, nil
+		return consumer.Latest(), nil
 	}
 	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if v < 0 {
-			return fromSpec{kind: fromEnd, v: -v}, nil
+			return consumer.LastRecords(-v), nil
 		}
-		return fromSpec{kind: fromOffset, v: v}, nil
+		return consumer.AtOffset(v), nil
 	}
 	if strings.HasPrefix(s, "-") {
 		d, err := parseDuration(s)
 		if err != nil {
-			return fromSpec{}, fmt.Errorf("--from %q: after -, want a count of records (-100) or a duration (-1h, -30m, -7d)", s)
+			return consumer.Position{}, fmt.Errorf("--from %q: after -, want a count of records (-100) or a duration (-1h, -30m, -7d)", s)
 		}
-		return fromSpec{kind: fromTime, v: now.Add(d).UnixMilli()}, nil
+		return consumer.AtTime(now.Add(d).UnixMilli()), nil
 	}
 	ms, err := parseDateTime(s)
 	if err != nil {
-		return fromSpec{}, fmt.Errorf("--from %q: want earliest, latest, an OFFSET, -N (N records before the end), -DURATION (-1h), an RFC 3339 time or ms:MILLISECONDS", s)
+		return consumer.Position{}, fmt.Errorf("--from %q: want earliest, latest, an OFFSET, -N (N records before the end), -DURATION (-1h), an RFC 3339 time or ms:MILLISECONDS", s)
 	}
-	return fromSpec{kind: fromTime, v: ms}, nil
-}
-
-// resolve returns the offset where spec starts on l, given the committed
-// offset (for fromShift; -1: none, shift from the log start). The result
-// may lie outside [start, end]: the caller clamps and says so.
-func (f fromSpec) resolve(l *storage.Follower, committed int64) (int64, error) {
-	switch f.kind {
-	case fromLatest:
-		return l.EndOffset(), nil
-	case fromOffset:
-		return f.v, nil
-	case fromEnd:
-		return max(l.StartOffset(), l.EndOffset()-f.v), nil
-	case fromTime:
-		return l.OffsetForTime(f.v)
-	case fromShift:
-		base := committed
-		if base < 0 {
-			base = l.StartOffset()
-		}
-		return base + f.v, nil
-	}
-	return l.StartOffset(), nil
+	return consumer.AtTime(ms), nil
 }

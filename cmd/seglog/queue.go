@@ -403,14 +403,7 @@ func queueStatsCommand(e *env) *cobra.Command {
 					store.Close()
 					return c.fail("%v", err)
 				}
-				names = names[:0]
-				for _, t := range store.Topics() {
-					for _, g := range ost.Readers(t.Name) {
-						if g == queue.Group {
-							names = append(names, t.Name)
-						}
-					}
-				}
+				names = queue.List(store, ost)
 				ost.Close()
 				store.Close()
 			}

@@ -3,30 +3,11 @@ package main
 import (
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
-	"strconv"
-	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/seglog/seglog/segment"
 )
-
-// textBytes prints b as text when it is printable UTF-8 (what Kafka's
-// dump tool prints, as a string), else Go-quoted so that binary bytes and
-// line breaks are escaped; it cuts b at max bytes (0: no cut), saying so.
-func textBytes(b []byte, max int) string {
-	cut := ""
-	if max > 0 && len(b) > max {
-		b, cut = b[:max], fmt.Sprintf("...(%d bytes)", len(b))
-	}
-	s := string(b)
-	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		s = strconv.Quote(s)
-	}
-	return s + cut
-}
 
 // jsonBytes encodes bytes as a JSON string when they are valid UTF-8 and
 // as base64 otherwise, which the *_encoding field then says; nil is null.

@@ -2,11 +2,9 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"text/tabwriter"
 
 	"github.com/seglog/seglog/retention"
@@ -74,27 +72,20 @@ func runRetention(c *cli, pos []string, dir string, dryRun, asJSON bool, p reten
 		return code
 	}
 	defer store.Close()
-	// Does any policy that applies read the consumer offsets?
-	needOffsets := p.Consumed
-	anyPolicy := p.Enabled()
-	for _, t := range store.Topics() {
-		cfg, err := store.TopicConfig(t.Name)
-		if err != nil {
-			return c.fail("%v", err)
-		}
-		needOffsets = needOffsets || cfg.RetentionConsumed
-		anyPolicy = anyPolicy || cfg.RetentionConsumed || cfg.RetentionAge > 0 || cfg.RetentionBytes > 0
+	anyPolicy, needOffsets, err := retention.Applies(store, p)
+	if err != nil {
+		return c.fail("%v", err)
 	}
 	if !anyPolicy {
 		return c.usageErr("no policy: no topic has its own retention; give --consumed, --max-age or --max-bytes")
 	}
 	var consumed retention.Consumed
 	if needOffsets {
-		ost, closeOst, err := readOffsets(dir, nil)
+		ost, closeOst, err := readOffsets(dir)
 		switch {
 		case errors.Is(err, errNoOffsetStore):
 			c.warn("%s has no offset store: no group reads any topic, so nothing counts as consumed", dir)
-			consumed = noReaders{}
+			consumed = retention.NoConsumers{}
 		case err != nil:
 			return c.fail("%v", err)
 		default:
@@ -103,18 +94,18 @@ func runRetention(c *cli, pos []string, dir string, dryRun, asJSON bool, p reten
 		}
 	}
 	e := c.e
-	rep, err := runCleaner(e.ctx, store, consumed, p, dryRun)
+	ropts := retention.Options{Default: p, DryRun: dryRun}
+	rep, err := retention.RunOnce(e.ctx, store, consumed, ropts)
 	// Beside a writer (a dry run is read-only), the writer's own
-	// retention may delete a segment that this listed: a read-only log
-	// does not notice (see missingSegments), so look again with a fresh
-	// open.
-	for try := 0; err == nil && dryRun && try < 3 && missingSegments(rep); try++ {
+	// retention may delete a segment that this listed: look again with a
+	// fresh open (Report.Stale).
+	for try := 0; err == nil && dryRun && try < 3 && rep.Stale(); try++ {
 		fresh, code := openStore(c, dir, false, opts)
 		if fresh == nil {
 			return code
 		}
 		defer fresh.Close()
-		rep, err = runCleaner(e.ctx, fresh, consumed, p, dryRun)
+		rep, err = retention.RunOnce(e.ctx, fresh, consumed, ropts)
 	}
 	if err != nil {
 		return c.fail("%v", err)
@@ -163,45 +154,4 @@ func printRetention(c *cli, out io.Writer, rep retention.Report, asJSON bool) in
 		return exitFailure
 	}
 	return exitOK
-}
-
-// noReaders is the consumer progress of a data directory without an
-// offset store: no group reads any topic.
-type noReaders struct{}
-
-// MinCommitted says no group reads the topic.
-func (noReaders) MinCommitted(string, int32) (int64, bool) { return 0, false }
-
-// runCleaner runs the retention cleaner once over store.
-func runCleaner(ctx context.Context, store *storage.Store, consumed retention.Consumed, p retention.Policy, dryRun bool) (retention.Report, error) {
-	cl, err := retention.New(store, consumed, retention.Options{Default: p, DryRun: dryRun})
-	if err != nil {
-		return retention.Report{}, err
-	}
-	defer cl.Close()
-	rep, err := cl.RunOnce(ctx)
-	if err == nil && !dryRun {
-		// The store removes the files in the background, and its Close
-		// would leave the rest to the next open: the command frees the
-		// space before it exits.
-		err = store.WaitDeleted(ctx)
-	}
-	return rep, err
-}
-
-// missingSegments reports whether a run failed only on partitions where a
-// segment file it listed was gone. A read-only log opened between a
-// writer's advance of its start offset and the removal of the segments
-// below it keeps those segments in its list, and Refresh does not drop
-// them (the start it reads back has not moved since the open).
-func missingSegments(rep retention.Report) bool {
-	if len(rep.Failures) == 0 {
-		return false
-	}
-	for _, f := range rep.Failures {
-		if !errors.Is(f.Err, fs.ErrNotExist) {
-			return false
-		}
-	}
-	return true
 }

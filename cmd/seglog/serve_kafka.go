@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/seglog/seglog/broker"
+	"github.com/seglog/seglog/consumer"
 	"github.com/seglog/seglog/metrics"
 	"github.com/seglog/seglog/retention"
 )
@@ -115,13 +116,13 @@ func (k *kafkaFlags) start(d *served) (server, string, error) {
 		log.Info("serving metrics", "addr", "http://"+mln.Addr().String()+"/metrics")
 	}
 	// seglog consume --group joins groups through the broker while it
-	// serves (consume_kafka.go).
+	// serves.
 	ks.dir = d.dir
 	addr := k.advertise
 	if addr == "" {
 		addr = ks.ln.Addr().String()
 	}
-	if err := writeKafkaListener(d.dir, addr); err != nil {
+	if err := consumer.AnnounceBroker(d.dir, addr); err != nil {
 		_ = ks.Close()
 		return nil, "", fmt.Errorf("record the Kafka listener: %w", err)
 	}
@@ -168,7 +169,7 @@ func (k *kafkaServer) Serve(ctx context.Context) error {
 		_ = k.msrv.Shutdown(sctx)
 	}
 	if k.dir != "" {
-		removeKafkaListener(k.dir)
+		consumer.WithdrawBroker(k.dir)
 	}
 	errs = append(errs, k.cleaner.Close())
 	return errors.Join(errs...)
@@ -177,7 +178,7 @@ func (k *kafkaServer) Serve(ctx context.Context) error {
 // Close stops everything at once (a server that never served).
 func (k *kafkaServer) Close() error {
 	if k.dir != "" {
-		removeKafkaListener(k.dir)
+		consumer.WithdrawBroker(k.dir)
 	}
 	errs := []error{k.srv.Close(), k.cleaner.Close()}
 	if k.msrv != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog/consumer"
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/storage"
 )
@@ -275,7 +276,7 @@ func dropTopicOffsets(c *cli, dir, topic string) ([]string, int) {
 		return nil, exitOK
 	}
 	defer ost.Close()
-	groups := readersOf(ost, topic)
+	groups := consumer.Readers(ost, topic)
 	if err := ost.DeleteTopic(topic); err != nil {
 		return nil, c.fail("remove the committed offsets on %s: %v: nothing was deleted", topic, err)
 	}

@@ -1,4 +1,4 @@
-package main
+package consumer
 
 import (
 	"crypto/rand"
@@ -25,7 +25,7 @@ import (
 //	    members/<join time, ns, 20 digits>-<random>.lock   one per live process
 //	    <partition>.lock                                    held by its reader
 //
-// Every leaseInterval a process counts the live members (a member file
+// Every LeaseInterval a process counts the live members (a member file
 // whose flock it can take belongs to a process that is gone: it removes
 // it), takes its share of the partitions (members sorted by join time;
 // the first n mod m members get one more), releases the partitions over
@@ -35,11 +35,16 @@ import (
 // next look, from the group's committed offsets (at least once: a record
 // printed but not yet committed is printed again).
 
-const (
-	leasesDir     = "consumer-leases"
-	leaseInterval = 250 * time.Millisecond
-)
+// leasesDir is the directory of the leases in a data directory.
+const leasesDir = "consumer-leases"
 
+// LeaseInterval is how often a process of a group looks at the group's
+// leases: the others take over the partitions of a process that is gone
+// within about that long.
+const LeaseInterval = 250 * time.Millisecond
+
+// leases are one process's membership of a group's consumers of a topic
+// and the partitions it holds.
 type leases struct {
 	dir    string // the group's directory for the topic
 	n      int    // partitions

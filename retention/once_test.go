@@ -1,0 +1,74 @@
+package retention
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seglog/seglog/storage"
+)
+
+func TestAppliesSaysWhetherAnyPolicyAndTheConsumedOneApply(t *testing.T) {
+	s := openStore(t, t.TempDir(), storage.StoreOptions{})
+	require.NoError(t, s.CreateTopic("plain", 1, storage.TopicConfig{}))
+	check := func(def Policy, wantAny, wantConsumed bool) {
+		t.Helper()
+		anyPolicy, consumed, err := Applies(s, def)
+		require.NoError(t, err)
+		assert.Equal(t, wantAny, anyPolicy, "any policy")
+		assert.Equal(t, wantConsumed, consumed, "consumed")
+	}
+	check(Policy{}, false, false)
+	check(Policy{MaxAge: time.Hour}, true, false)
+	check(Policy{Consumed: true}, true, true)
+	require.NoError(t, s.CreateTopic("aged", 1, storage.TopicConfig{RetentionAge: time.Hour}))
+	check(Policy{}, true, false)
+	require.NoError(t, s.CreateTopic("read", 1, storage.TopicConfig{RetentionConsumed: true}))
+	check(Policy{}, true, true)
+
+	p, own := TopicPolicy(storage.TopicConfig{RetentionBytes: 10, SegmentBytes: 1 << 20})
+	assert.True(t, own)
+	assert.Equal(t, Policy{MaxBytes: 10}, p)
+	_, own = TopicPolicy(storage.TopicConfig{SegmentBytes: 1 << 20})
+	assert.False(t, own, "a topic config without retention fields sets no policy")
+}
+
+func TestRunOnceDeletesAndFreesTheSpaceOrOnlyReports(t *testing.T) {
+	root := t.TempDir()
+	s := openStore(t, root, storage.StoreOptions{Log: smallLog()})
+	logs := makeTopic(t, s, "t", 1, 4, 10, at(t0.Add(-48*time.Hour)))
+	opts := Options{Default: Policy{MaxAge: time.Hour}, Now: func() time.Time { return t0 }}
+
+	dry := opts
+	dry.DryRun = true
+	rep, err := RunOnce(context.Background(), s, NoConsumers{}, dry)
+	require.NoError(t, err)
+	assert.Len(t, rep.Deletions, 4)
+	assert.Equal(t, int64(0), logs[0].StartOffset(), "a dry run deletes nothing")
+
+	rep, err = RunOnce(context.Background(), s, NoConsumers{}, opts)
+	require.NoError(t, err)
+	require.Len(t, rep.Deletions, 4)
+	assert.Equal(t, int64(40), logs[0].StartOffset())
+	for _, d := range rep.Deletions {
+		assert.NoFileExists(t, filepath.Join(root, "t-0", fmt.Sprintf("%020d.log", d.BaseOffset)), "removed before RunOnce returns")
+	}
+}
+
+func TestReportStaleWhenOnlyListedSegmentsWereGone(t *testing.T) {
+	gone := fmt.Errorf("open x.log: %w", fs.ErrNotExist)
+	assert.False(t, Report{}.Stale(), "no failure")
+	assert.True(t, Report{Failures: []Failure{{Err: gone}, {Err: gone}}}.Stale())
+	assert.False(t, Report{Failures: []Failure{{Err: gone}, {Err: fs.ErrPermission}}}.Stale())
+}
+
+func TestNoConsumersReadsNothing(t *testing.T) {
+	_, ok := NoConsumers{}.MinCommitted("t", 0)
+	assert.False(t, ok)
+}

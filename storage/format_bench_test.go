@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 )
 
 // Benchmarks of what the batch format costs on the append, read and
@@ -54,15 +56,19 @@ func BenchmarkFormatAppend(b *testing.B) {
 	}
 }
 
+// formatBatches are the pre-encoded batches the AppendBatch benchmarks
+// append: 100 records of 1 KiB, and 1 MiB (1024 records of 1 KiB).
+var formatBatches = []struct {
+	name    string
+	records int
+}{{"1KiB-records", 100}, {"1MiB-batch", 1024}}
+
 // BenchmarkFormatAppendBatch: AppendBatch of a pre-encoded batch (a
 // producer's: checked, patched, written) of 100 records of 1 KiB, and of
 // one of 1 MiB (1024 records of 1 KiB), beside a plain pwrite of the same
 // bytes at the end of a file.
 func BenchmarkFormatAppendBatch(b *testing.B) {
-	for _, tc := range []struct {
-		name    string
-		records int
-	}{{"1KiB-records", 100}, {"1MiB-batch", 1024}} {
+	for _, tc := range formatBatches {
 		batch := encodedBatch(b, tc.records, 1024)
 		b.Run(tc.name+"/plain-pwrite", func(b *testing.B) { benchPwrite(b, batch) })
 		b.Run(tc.name+"/seglog", func(b *testing.B) { benchLogAppend(b, batch, Options{}) })
@@ -86,6 +92,94 @@ func benchPwrite(b *testing.B, batch []byte) {
 		off = 0
 		return f.Truncate(0)
 	})
+}
+
+// BenchmarkFormatAppendBatchPaired: the AppendBatch of
+// BenchmarkFormatAppendBatch and the plain pwrite of the same bytes, one
+// of each in every iteration (their order alternating), each timed alone.
+// On a shared machine the stalls of other work (writeback, other
+// processes) fall on both sides alike instead of on whichever
+// sub-benchmark runs while they last, and the medians resist them: it
+// reports the median of each side (plain-p50-ns, seglog-p50-ns) and
+// seglog's speed as a percentage of the plain pwrite's, from the medians
+// (p50-%-of-plain) and from the means (mean-%-of-plain). sec/op is the
+// pair.
+func BenchmarkFormatAppendBatchPaired(b *testing.B) {
+	for _, tc := range formatBatches {
+		batch := encodedBatch(b, tc.records, 1024)
+		b.Run(tc.name, func(b *testing.B) {
+			f, err := os.Create(filepath.Join(b.TempDir(), "plain"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			l, err := Open(b.TempDir(), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			var plain, seglog []time.Duration
+			var off int64
+			written := 0
+			pwrite := func() {
+				t0 := time.Now()
+				if _, err := f.WriteAt(batch, off); err != nil {
+					b.Fatal(err)
+				}
+				plain = append(plain, time.Since(t0))
+				off += int64(len(batch))
+			}
+			appendBatch := func() {
+				t0 := time.Now()
+				if _, err := l.AppendBatch(batch); err != nil {
+					b.Fatal(err)
+				}
+				seglog = append(seglog, time.Since(t0))
+			}
+			b.SetBytes(int64(2 * len(batch)))
+			for b.Loop() {
+				if written += len(batch); written > restartBytes {
+					written = 0
+					b.StopTimer()
+					off = 0
+					if err := f.Truncate(0); err != nil {
+						b.Fatal(err)
+					}
+					if err := l.Truncate(0); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				if len(plain)%2 == 0 {
+					pwrite()
+					appendBatch()
+				} else {
+					appendBatch()
+					pwrite()
+				}
+			}
+			reportPaired(b, plain, seglog)
+		})
+	}
+}
+
+// reportPaired reports the medians of the plain and seglog times of
+// BenchmarkFormatAppendBatchPaired and seglog's speed relative to plain.
+func reportPaired(b *testing.B, plain, seglog []time.Duration) {
+	sum := func(d []time.Duration) (s time.Duration) {
+		for _, x := range d {
+			s += x
+		}
+		return s
+	}
+	mean := float64(sum(plain)) / float64(sum(seglog))
+	slices.Sort(plain)
+	slices.Sort(seglog)
+	p50, s50 := plain[len(plain)/2], seglog[len(seglog)/2]
+	b.ReportMetric(float64(p50.Nanoseconds()), "plain-p50-ns")
+	b.ReportMetric(float64(s50.Nanoseconds()), "seglog-p50-ns")
+	b.ReportMetric(100*float64(p50)/float64(s50), "p50-%-of-plain")
+	b.ReportMetric(100*mean, "mean-%-of-plain")
 }
 
 // formatLogBytes is the size of the logs the read and recovery

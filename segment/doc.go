@@ -129,7 +129,9 @@
 // double its writes): blocks reserved with fallocate(2) 4 MiB past its
 // data, again once the data comes within 2 MiB of their end, so that an
 // append allocates no blocks and sets no new size (where fallocate
-// fails, appends go past the end). Its file size is therefore not its
+// fails, appends go past the end); an active segment thus holds up to
+// 4 MiB of disk more than its data, which sizes and retention do not
+// count. Its file size is therefore not its
 // data's end: past the last batch lie zeros (reserved blocks read as
 // zeros). A zeroed header is never
 // a batch (version 0), so every scan ends at a zero tail, a zeroed header

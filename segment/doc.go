@@ -120,13 +120,20 @@
 // and index maps are opened on first use, so a log with thousands of
 // segments opens in constant time.
 //
-// On ext4 and XFS, the active segment of a writer that fsyncs small
-// appends has its .log preallocated: zeros written a chunk (256 KiB) past its data, which the
-// next fdatasync makes durable, so that the fdatasyncs of the appends
-// written over them flush data alone, without a journal commit for a new
-// file size or new extents (a writer that leaves the writeback to the OS,
-// or fsyncs large amounts, appends past the end). Its file size is therefore not
-// its data's end: past the last batch lie zeros. A zeroed header is never
+// On ext4 and XFS, the active segment's .log is preallocated. For a
+// writer that fsyncs small appends: zeros written a chunk (256 KiB) past
+// its data, which the next fdatasync makes durable, so that the
+// fdatasyncs of the appends written over them flush data alone, without
+// a journal commit for a new file size or new extents. For a writer that
+// leaves the writeback to the OS, or fsyncs large amounts (zeros would
+// double its writes): blocks reserved with fallocate(2) 4 MiB past its
+// data, again once the data comes within 2 MiB of their end, so that an
+// append allocates no blocks and sets no new size (where fallocate
+// fails, appends go past the end); an active segment thus holds up to
+// 4 MiB of disk more than its data, which sizes and retention do not
+// count. Its file size is therefore not its
+// data's end: past the last batch lie zeros (reserved blocks read as
+// zeros). A zeroed header is never
 // a batch (version 0), so every scan ends at a zero tail, a zeroed header
 // with nothing but zeros after it, without an error; a zeroed header
 // followed by anything else is corruption. Recovery cuts a zero tail

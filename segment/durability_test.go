@@ -35,26 +35,156 @@ func copySegmentFiles(t testing.TB, src, dst string, base int64) {
 }
 
 // A segment never synced while active (a writer that leaves the
-// writeback to the OS) does not preallocate: its appends extend the file.
-// The first Sync turns preallocation on: the next append writes a chunk
-// of zeros past its batch, and the one after a later Sync, past the
-// chunk, writes the next.
+// writeback to the OS) reserves its blocks with fallocate: the first
+// append reserves a chunk past its batch, which reads as zeros, and the
+// appends within it do not extend the file. The first Sync turns the
+// zeros on: the next append writes a chunk of zeros past its batch,
+// inside the reserved part.
 func TestAppendPreallocatesOnceSynced(t *testing.T) {
 	dir := t.TempDir()
 	s := createT(t, dir, 0)
 	defer s.Close()
-	appendN(t, s, 10, 3, 100)
+	first := int64(len(appendN(t, s, 1, 3, 100)[0]))
+	appendN(t, s, 9, 3, 100)
 	size, err := s.Size()
 	require.NoError(t, err)
-	assert.Equal(t, size, fileSize(t, s.LogPath()), "not synced: no preallocated tail")
+	assert.Equal(t, first+fallocChunk, fileSize(t, s.LogPath()), "not synced: blocks reserved past the first batch")
+	assert.Zero(t, s.zeroed, "not synced: no zeros written")
+	requireZeros(t, s.LogPath(), size, first+fallocChunk-size)
+	requireReserved(t, s.LogPath(), first+fallocChunk)
+
 	require.NoError(t, s.Sync())
 	appendN(t, s, 1, 3, 100)
 	size, err = s.Size()
 	require.NoError(t, err)
-	assert.Equal(t, size+int64(preallocChunk), fileSize(t, s.LogPath()), "synced: a chunk past the batch")
-	requireZeros(t, s.LogPath(), size, preallocChunk)
+	assert.Equal(t, size+int64(preallocChunk), s.zeroed, "synced: zeros a chunk past the batch")
+	assert.Equal(t, first+fallocChunk, fileSize(t, s.LogPath()), "the zeros lie inside the reserved part")
 	require.NoError(t, s.Seal())
 	assert.Equal(t, size, fileSize(t, s.LogPath()), "sealed: exactly the data")
+}
+
+// requireReserved requires the file at path to have disk blocks for at
+// least its first n bytes (fallocated, not a hole).
+func requireReserved(t *testing.T, path string, n int64) {
+	t.Helper()
+	var st syscall.Stat_t
+	require.NoError(t, syscall.Stat(path, &st))
+	require.GreaterOrEqual(t, st.Blocks*512, n, "blocks reserved")
+}
+
+// The appends of a writer that does not sync reserve the next chunk once
+// they come within half a chunk of the end of the reserved part, so that
+// they never extend the file; a batch larger than that is written past
+// the end with a chunk reserved after it.
+func TestAppendFallocatesAhead(t *testing.T) {
+	dir := t.TempDir()
+	s := createT(t, dir, 0)
+	defer s.Close()
+	batch := appendN(t, s, 1, 1, 60<<10)[0]
+	reserved := int64(len(batch)) + fallocChunk
+	for {
+		size, err := s.Size()
+		require.NoError(t, err)
+		if size+int64(len(batch)) > reserved-fallocChunk/2 {
+			break
+		}
+		appendN(t, s, 1, 1, 60<<10)
+		require.Equal(t, reserved, fileSize(t, s.LogPath()), "within the reserved part")
+	}
+	appendN(t, s, 1, 1, 60<<10)
+	size, err := s.Size()
+	require.NoError(t, err)
+	assert.Equal(t, size+fallocChunk, fileSize(t, s.LogPath()), "the next chunk, reserved ahead")
+
+	appendN(t, s, 1, 1, 3*fallocChunk/2)
+	size, err = s.Size()
+	require.NoError(t, err)
+	assert.Equal(t, size+fallocChunk, fileSize(t, s.LogPath()), "a chunk past a batch larger than a chunk")
+	requireReserved(t, s.LogPath(), size+fallocChunk)
+	require.NoError(t, s.Close())
+	assert.Equal(t, size, fileSize(t, s.LogPath()), "closed: exact")
+}
+
+// A failed fallocate (a full disk, a file system without it) does not
+// fail the append and stops reserving for the segment: the appends after
+// it extend the file, as without preallocation.
+func TestFailedFallocateFallsBack(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"no space", syscall.ENOSPC},
+		{"not supported", syscall.EOPNOTSUPP},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys, dir, s := createOnFaultFS(t)
+			fsys.Add(faultfs.Rule{Ops: faultfs.OpAllocate, Path: LogSuffix, Every: true, Err: tc.err})
+			batches := appendN(t, s, 1, 3, 100)
+			assert.Equal(t, 1, fsys.Injected(), "the fallocate failed")
+			for range 20 {
+				batches = append(batches, appendN(t, s, 1, 3, 100<<10)...)
+				size, err := s.Size()
+				require.NoError(t, err)
+				require.Equal(t, size, fileSize(t, s.LogPath()), "the appends extend the file")
+			}
+			assert.Equal(t, 1, fsys.Injected(), "no fallocate after the failure")
+			assert.Equal(t, batches, readAllBatches(t, s))
+			require.NoError(t, s.Close())
+			r, err := OpenActive(dir, 0, testOpts())
+			require.NoError(t, err)
+			defer r.Close()
+			assert.Equal(t, batches, readAllBatches(t, r))
+		})
+	}
+}
+
+// createOnFaultFS creates the segment at 0 in a new directory, on a
+// faultfs over the real file system.
+func createOnFaultFS(t *testing.T) (*faultfs.FS, string, *Segment) {
+	t.Helper()
+	fsys := faultfs.New(vfs.Default)
+	opts := testOpts()
+	opts.FS = fsys
+	dir := t.TempDir()
+	s, err := Create(dir, 0, opts)
+	require.NoError(t, err)
+	return fsys, dir, s
+}
+
+// A crash (no Close) with a reserved tail that was never written reopens
+// with every record and reports no corruption: the unwritten blocks read
+// as zeros, the zero tail of a preallocated .log.
+func TestCrashWithReservedTailRecovers(t *testing.T) {
+	dir := t.TempDir()
+	s := createT(t, dir, 0)
+	batches := appendN(t, s, 30, 3, 100)
+	size, err := s.Size()
+	require.NoError(t, err)
+	require.Greater(t, fileSize(t, s.LogPath()), size+fallocChunk/2, "a reserved tail to crash with")
+
+	// The crash: the active .log as it is, with its reserved tail (not a
+	// copy, which would write the zeros).
+	s.mu.Lock()
+	require.NoError(t, s.closeFilesLocked())
+	s.mu.Unlock()
+	require.NoError(t, os.Rename(dir, dir+".crashed"))
+	requireRecoversAll(t, dir+".crashed", batches, size)
+}
+
+// requireRecoversAll requires recovery of the segment at 0 in dir, which
+// holds batches (size bytes) and a zero tail, to cut the tail, count
+// nothing lost, and take appends after them.
+func requireRecoversAll(t *testing.T, dir string, batches [][]byte, size int64) {
+	t.Helper()
+	r := Open(dir, 0, 0, testOpts())
+	defer r.Close()
+	cut, err := r.Recover()
+	require.NoError(t, err)
+	assert.Zero(t, cut, "nothing was lost")
+	assert.Equal(t, batches, readAllBatches(t, r))
+	assert.Equal(t, size, fileSize(t, r.LogPath()), "recovery cuts the zero tail")
+	more := appendN(t, r, 3, 3, 100)
+	assert.Equal(t, append(batches, more...), readAllBatches(t, r))
 }
 
 // requireZeros requires n bytes of zeros at off in the file at path.
@@ -83,11 +213,13 @@ func TestAppendPreallocates(t *testing.T) {
 	assert.Equal(t, first+int64(preallocChunk), fileSize(t, s.LogPath()), "one chunk, past the first batch")
 	assert.Less(t, size, first+int64(preallocChunk))
 
-	// No Sync since the chunk: a batch past it extends the file alone.
+	// No Sync since the chunk: a batch past it gets no zeros, its blocks
+	// reserved instead.
 	appendN(t, s, 1, 1, preallocChunk)
 	size, err = s.Size()
 	require.NoError(t, err)
-	assert.Equal(t, size, fileSize(t, s.LogPath()), "not synced since the last chunk")
+	assert.Equal(t, first+int64(preallocChunk), s.zeroed, "not synced since the last chunk: no zeros")
+	assert.Equal(t, size+fallocChunk, fileSize(t, s.LogPath()), "reserved past the batch")
 
 	// That Sync covered more than maxPreallocSyncGap; after a small one
 	// the large batch gets a chunk after it.
@@ -97,12 +229,14 @@ func TestAppendPreallocates(t *testing.T) {
 	appendN(t, s, 1, 1, 3*preallocChunk/2)
 	size, err = s.Size()
 	require.NoError(t, err)
-	assert.Equal(t, size+int64(preallocChunk), fileSize(t, s.LogPath()), "synced: a chunk past the large batch")
+	assert.Equal(t, size+int64(preallocChunk), s.zeroed, "synced: zeros a chunk past the large batch")
+	requireZeros(t, s.LogPath(), size, preallocChunk)
 	assert.Equal(t, int64(33), s.NextOffset())
 }
 
-// A writer whose Syncs cover more than maxPreallocSyncGap each does not
-// preallocate: writing zeros first would double its disk writes.
+// A writer whose Syncs cover more than maxPreallocSyncGap each gets no
+// zeros (writing them first would double its disk writes), only reserved
+// blocks; small Syncs turn the zeros on again.
 func TestLargeSyncsDoNotPreallocate(t *testing.T) {
 	dir := t.TempDir()
 	s := createT(t, dir, 0)
@@ -113,16 +247,18 @@ func TestLargeSyncsDoNotPreallocate(t *testing.T) {
 		appendN(t, s, 1, 1, maxPreallocSyncGap+1024)
 		size, err := s.Size()
 		require.NoError(t, err)
-		assert.Equal(t, size, fileSize(t, s.LogPath()), "large syncs: no preallocated tail")
+		assert.Zero(t, s.zeroed, "large syncs: no zeros")
+		assert.Greater(t, fileSize(t, s.LogPath()), size+fallocChunk/2, "large syncs: reserved blocks")
 		require.NoError(t, s.Sync())
 	}
-	// Small syncs turn it on again.
+	// Small syncs turn the zeros on again.
 	appendN(t, s, 1, 3, 100)
 	require.NoError(t, s.Sync())
 	appendN(t, s, 1, 3, 100)
 	size, err := s.Size()
 	require.NoError(t, err)
-	assert.Equal(t, size+int64(preallocChunk), fileSize(t, s.LogPath()), "small syncs preallocate")
+	assert.Equal(t, size+int64(preallocChunk), s.zeroed, "small syncs: zeros")
+	requireZeros(t, s.LogPath(), size, preallocChunk)
 }
 
 // Preallocation stops at the roll size (MaxMapBytes less a batch) unless
@@ -219,16 +355,7 @@ func TestCrashWithZeroTailRecovers(t *testing.T) {
 
 	crashed = t.TempDir()
 	copySegmentFiles(t, dir, crashed, 0)
-	r := Open(crashed, 0, 0, testOpts())
-	defer r.Close()
-	cut, err := r.Recover()
-	require.NoError(t, err)
-	assert.Zero(t, cut, "nothing was lost")
-	assert.Equal(t, int64(90), r.NextOffset())
-	assert.Equal(t, batches, readAllBatches(t, r))
-	assert.Equal(t, size, fileSize(t, r.LogPath()), "recovery cuts the zero tail")
-	more := appendN(t, r, 3, 3, 100)
-	assert.Equal(t, append(batches, more...), readAllBatches(t, r))
+	requireRecoversAll(t, crashed, batches, size)
 }
 
 // A zeroed header followed by anything but zeros is still corruption:
@@ -304,16 +431,12 @@ func TestScannerFileCutUnderIt(t *testing.T) {
 }
 
 // A failed preallocation (a full disk, here a short write of the zeros)
-// does not fail the append and stops preallocation for the segment: the
+// does not fail the append and stops the zeros for the segment: the
 // zeros that reached the file are a zero tail, written over by the next
-// appends and cut by Close.
+// appends and cut by Close; past it, the appends reserve blocks as those
+// of a writer that does not sync do.
 func TestFailedPreallocationFallsBack(t *testing.T) {
-	fsys := faultfs.New(vfs.Default)
-	opts := testOpts()
-	opts.FS = fsys
-	dir := t.TempDir()
-	s, err := Create(dir, 0, opts)
-	require.NoError(t, err)
+	fsys, _, s := createOnFaultFS(t)
 	require.NoError(t, s.Sync()) // synced: appends preallocate
 	// The first WriteAt of the .log from here is the batch, the second
 	// the zeros after it.
@@ -330,7 +453,8 @@ func TestFailedPreallocationFallsBack(t *testing.T) {
 	assert.Equal(t, 1, fsys.Injected())
 	size, err := s.Size()
 	require.NoError(t, err)
-	assert.Equal(t, size, fileSize(t, s.LogPath()), "no chunk after the failure: the appends passed the zero tail and extend the file")
+	assert.Zero(t, s.zeroed, "no zeros after the failure")
+	assert.Greater(t, fileSize(t, s.LogPath()), size+fallocChunk/2, "the appends passed the zero tail and reserve blocks")
 	assert.Equal(t, batches, readAllBatches(t, s))
 	require.NoError(t, s.Close())
 	assert.Equal(t, size, fileSize(t, s.LogPath()), "closed: exact")

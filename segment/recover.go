@@ -224,7 +224,7 @@ func (s *Segment) scanLocked(cut bool, keep int64) (int64, error) {
 		if err := s.log.Truncate(pos); err != nil {
 			return 0, fmt.Errorf("segment: truncate %s to %d: %w", s.LogPath(), pos, err)
 		}
-		s.allocated = pos
+		s.cutPreallocLocked(pos)
 	}
 	s.size.Store(pos)
 	s.next.Store(next)

@@ -218,9 +218,14 @@ type Segment struct {
 	// Writer state, touched only by the writer.
 	sinceIndex int // bytes appended since the last index entry
 	// allocated is where the writable .log's preallocated part ends
-	// (preallocate): past size, the file holds zeros.
-	allocated       int64
+	// (preallocate, fallocate): past size, the file holds zeros.
+	allocated int64
+	// zeroed is where the zeros preallocate wrote end (at most allocated;
+	// 0 when unknown): between it and allocated, blocks fallocate reserved
+	// or a zero tail recovery found.
+	zeroed          int64
 	noPrealloc      bool  // preallocating failed or does not pay: append past the end instead
+	noFallocate     bool  // fallocate failed or does not pay
 	preallocChecked bool  // the file system was asked whether preallocating pays
 	preallocSyncs   int64 // syncs when the last chunk was preallocated
 

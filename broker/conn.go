@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -55,27 +54,10 @@ type request struct {
 	flexibleHdr  bool // the response header carries tagged fields
 	msg          kmsg.Request
 	at           time.Time // when its size was read
-	body         []byte    // returned to bodyPool once answered (produce only)
+	body         []byte    // returned to the server's buffers once answered (produce only)
 }
 
 const produceKey = 0
-
-// bodyPool holds produce request bodies for reuse: a 1 MiB batch a
-// request would otherwise be a fresh, zeroed allocation each time.
-var bodyPool sync.Pool
-
-func getBody(n int) []byte {
-	if bp, ok := bodyPool.Get().(*[]byte); ok && cap(*bp) >= n {
-		return (*bp)[:n]
-	}
-	return make([]byte, n)
-}
-
-func putBody(b []byte) {
-	if b != nil && cap(b) <= 16<<20 {
-		bodyPool.Put(&b)
-	}
-}
 
 type conn struct {
 	s       *Server
@@ -112,7 +94,7 @@ func (c *conn) serve() {
 	}()
 	for req := range c.reqs {
 		err := c.handle(req)
-		putBody(req.body)
+		c.s.buffers.put(req.body)
 		if err != nil {
 			level := slog.LevelWarn
 			if clientGone(err) {
@@ -146,7 +128,7 @@ func (c *conn) readLoop() {
 			c.log.Warn("closing connection: request size over the limit (--max-request-bytes)", "size", uint32(n), "limit", c.s.opts.MaxRequestBytes)
 			return
 		}
-		body := getBody(int(n))
+		body := c.s.buffers.get(int(n))
 		if _, err := io.ReadFull(br, body); err != nil {
 			c.readEnded(err, false)
 			return

@@ -8,16 +8,18 @@
 //
 //   - the connections: Kafka's framing, one request at a time per
 //     connection with responses in request order, the request size limit,
-//     idle timeouts (conn.go), and zero-copy fetch responses, whose record
-//     bytes go from the segment file to the socket with sendfile
-//     (splice.go);
+//     idle timeouts (conn.go), the buffers requests are read into, reused
+//     from one produce request to the next within a bound (buffers.go),
+//     and zero-copy fetch responses, whose record bytes go from the
+//     segment file to the socket with sendfile (splice.go);
 //   - one handler per API, each in a file named after it (produce.go,
 //     fetch.go, list_offsets.go, metadata.go, ...), over wire structs from
 //     github.com/twmb/franz-go/pkg/kmsg: nothing of the protocol is
 //     hand-written but the request header;
 //   - the one table from engine errors to Kafka error codes (errors.go);
 //   - the group coordinator, Kafka's classic group protocol, with its
-//     state machine drawn in groups.go;
+//     state machine drawn in groups.go and driven by the handlers of
+//     JoinGroup, SyncGroup, Heartbeat and LeaveGroup;
 //   - the cluster's identity in the data directory (cluster.go): the
 //     cluster id and node id in meta.properties, a topic id persisted in
 //     each partition directory (partition.metadata), producer ids handed

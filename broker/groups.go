@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"slices"
@@ -12,8 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The group coordinator: Kafka's classic group protocol (JoinGroup,
-// SyncGroup, Heartbeat, LeaveGroup) over groups kept in memory. Committed
+// The group coordinator: the state machine of Kafka's classic group
+// protocol over groups kept in memory, driven by the handlers of
+// JoinGroup, SyncGroup, Heartbeat and LeaveGroup (each in its own file)
+// and by session and rebalance timers. Committed
 // offsets are not here: they go to the offsets store (offset_commit.go),
 // so they survive a restart, while membership starts over (clients rejoin
 // on UNKNOWN_MEMBER_ID, as after a coordinator move in Kafka).
@@ -249,27 +250,47 @@ func (c *coordinator) completeJoinLocked(g *group) {
 		g.leader = g.order[0]
 	}
 	g.state = groupCompletingRebalance
-	var all []kmsg.JoinGroupResponseMember
+	for _, m := range g.members {
+		m.join <- g.joinResultLocked(m)
+		m.join = nil
+		c.touch(g, m)
+	}
+}
+
+// joinResultLocked is the current generation as a member's JoinGroup is
+// answered it: the leader's carries every member's metadata for the
+// chosen protocol, in joining order.
+func (g *group) joinResultLocked(m *member) joinResult {
+	res := joinResult{generation: g.generation, protocol: g.protocol, leader: g.leader}
+	if m.id != g.leader {
+		return res
+	}
 	for _, id := range g.order {
-		m := g.members[id]
 		jm := kmsg.NewJoinGroupResponseMember()
 		jm.MemberID = id
-		for _, p := range m.protocols {
+		for _, p := range g.members[id].protocols {
 			if p.Name == g.protocol {
 				jm.ProtocolMetadata = p.Metadata
 			}
 		}
-		all = append(all, jm)
+		res.members = append(res.members, jm)
 	}
+	return res
+}
+
+// stabilizeLocked stores the leader's assignments (a member the leader
+// gave none gets an empty one), answers every waiting SyncGroup and
+// makes the group Stable.
+func (c *coordinator) stabilizeLocked(g *group, given map[string][]byte) {
 	for _, m := range g.members {
-		res := joinResult{generation: g.generation, protocol: g.protocol, leader: g.leader}
-		if m.id == g.leader {
-			res.members = all
+		m.assignment = given[m.id]
+		if m.sync != nil {
+			m.sync <- syncResult{assignment: m.assignment}
+			m.sync = nil
 		}
-		m.join <- res
-		m.join = nil
-		c.touch(g, m)
 	}
+	g.state = groupStable
+	c.s.log.Debug("group stable", "group", g.name, "generation", g.generation, "members", len(g.members), "protocol", g.protocol)
 }
 
 // chooseProtocol picks the protocol every member supports that most
@@ -306,118 +327,6 @@ func sameProtocols(a, b []kmsg.JoinGroupRequestProtocol) bool {
 	})
 }
 
-func handleJoinGroup(ctx context.Context, c *conn, req *request) (reply, error) {
-	r := req.msg.(*kmsg.JoinGroupRequest)
-	resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
-	co := c.s.groups
-	fail := func(code int16) (reply, error) {
-		resp.ErrorCode, resp.Generation = code, -1
-		return reply{msg: resp}, nil
-	}
-	session := time.Duration(r.SessionTimeoutMillis) * time.Millisecond
-	rebalance := session
-	if r.Version >= 1 {
-		rebalance = time.Duration(r.RebalanceTimeoutMillis) * time.Millisecond
-	}
-	switch {
-	case r.Group == "":
-		return fail(kerr.InvalidGroupID.Code)
-	case session < c.s.opts.MinSessionTimeout || session > c.s.opts.MaxSessionTimeout:
-		return fail(kerr.InvalidSessionTimeout.Code)
-	case r.ProtocolType == "" || len(r.Protocols) == 0:
-		return fail(kerr.InconsistentGroupProtocol.Code)
-	}
-	co.mu.Lock()
-	g := co.groups[r.Group]
-	if g == nil {
-		g = &group{name: r.Group, members: map[string]*member{}, pending: map[string]time.Time{}}
-		co.groups[r.Group] = g
-	}
-	if len(g.members) > 0 && g.protocolType != r.ProtocolType {
-		co.mu.Unlock()
-		return fail(kerr.InconsistentGroupProtocol.Code)
-	}
-	now := c.s.opts.Now()
-	for id, until := range g.pending {
-		if now.After(until) {
-			delete(g.pending, id)
-		}
-	}
-	m := g.members[r.MemberID]
-	switch {
-	case r.MemberID == "" && r.Version >= 4:
-		id := newMemberID(req.clientID)
-		g.pending[id] = now.Add(session)
-		co.mu.Unlock()
-		resp.MemberID = id
-		return fail(kerr.MemberIDRequired.Code)
-	case r.MemberID == "":
-		r.MemberID = newMemberID(req.clientID)
-	case m == nil && g.pending[r.MemberID].IsZero():
-		co.mu.Unlock()
-		return fail(kerr.UnknownMemberID.Code)
-	}
-	delete(g.pending, r.MemberID)
-	if m == nil {
-		m = &member{id: r.MemberID}
-		g.members[m.id] = m
-		g.order = append(g.order, m.id)
-		if len(g.members) == 1 {
-			g.protocolType = r.ProtocolType
-		}
-	} else if m.join != nil {
-		// A second JoinGroup of the member replaces the first.
-		m.join <- joinResult{code: kerr.RebalanceInProgress.Code}
-	}
-	unchanged := sameProtocols(m.protocols, r.Protocols)
-	m.clientID, m.host = req.clientID, c.nc.RemoteAddr().String()
-	m.sessionTimeout, m.rebalanceTimeout, m.protocols = session, rebalance, r.Protocols
-	co.touch(g, m)
-	if unchanged && (g.state == groupStable && m.id != g.leader || g.state == groupCompletingRebalance) {
-		// Nothing changed for the group: the current generation.
-		res := joinResult{generation: g.generation, protocol: g.protocol, leader: g.leader}
-		if m.id == g.leader {
-			for _, id := range g.order {
-				jm := kmsg.NewJoinGroupResponseMember()
-				jm.MemberID = id
-				for _, p := range g.members[id].protocols {
-					if p.Name == g.protocol {
-						jm.ProtocolMetadata = p.Metadata
-					}
-				}
-				res.members = append(res.members, jm)
-			}
-		}
-		co.mu.Unlock()
-		return joinReply(resp, m.id, g.protocolType, res)
-	}
-	ch := make(chan joinResult, 1)
-	m.join = ch
-	if g.state != groupPreparingRebalance {
-		co.prepareLocked(g)
-	}
-	co.tryCompleteJoinLocked(g)
-	protocolType := g.protocolType
-	co.mu.Unlock()
-	select {
-	case res := <-ch:
-		return joinReply(resp, m.id, protocolType, res)
-	case <-ctx.Done():
-		return fail(kerr.NotCoordinator.Code) // shutting down: find the coordinator again
-	}
-}
-
-func joinReply(resp *kmsg.JoinGroupResponse, memberID, protocolType string, res joinResult) (reply, error) {
-	resp.ErrorCode, resp.Generation, resp.MemberID, resp.LeaderID = res.code, res.generation, memberID, res.leader
-	if res.code != 0 {
-		resp.Generation = -1
-		return reply{msg: resp}, nil
-	}
-	resp.Protocol, resp.ProtocolType = &res.protocol, &protocolType
-	resp.Members = res.members
-	return reply{msg: resp}, nil
-}
-
 // memberLocked finds a member of the generation, or the error code.
 func (co *coordinator) memberLocked(groupName, memberID string, generation int32) (*group, *member, int16) {
 	g := co.groups[groupName]
@@ -428,108 +337,6 @@ func (co *coordinator) memberLocked(groupName, memberID string, generation int32
 		return g, g.members[memberID], kerr.IllegalGeneration.Code
 	}
 	return g, g.members[memberID], 0
-}
-
-func handleSyncGroup(ctx context.Context, c *conn, req *request) (reply, error) {
-	r := req.msg.(*kmsg.SyncGroupRequest)
-	resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
-	co := c.s.groups
-	co.mu.Lock()
-	g, m, code := co.memberLocked(r.Group, r.MemberID, r.Generation)
-	if code == 0 && (r.ProtocolType != nil && *r.ProtocolType != g.protocolType || r.Protocol != nil && *r.Protocol != g.protocol) {
-		code = kerr.InconsistentGroupProtocol.Code
-	}
-	if code != 0 {
-		co.mu.Unlock()
-		resp.ErrorCode = code
-		return reply{msg: resp}, nil
-	}
-	co.touch(g, m)
-	resp.ProtocolType, resp.Protocol = &g.protocolType, &g.protocol
-	switch g.state {
-	case groupPreparingRebalance:
-		co.mu.Unlock()
-		resp.ErrorCode = kerr.RebalanceInProgress.Code
-		return reply{msg: resp}, nil
-	case groupStable:
-		resp.MemberAssignment = m.assignment
-		co.mu.Unlock()
-		return reply{msg: resp}, nil
-	}
-	ch := make(chan syncResult, 1)
-	if m.sync != nil {
-		m.sync <- syncResult{code: kerr.RebalanceInProgress.Code}
-	}
-	m.sync = ch
-	if m.id == g.leader {
-		given := map[string][]byte{}
-		for _, a := range r.GroupAssignment {
-			given[a.MemberID] = a.MemberAssignment
-		}
-		for _, gm := range g.members {
-			gm.assignment = given[gm.id]
-			if gm.sync != nil {
-				gm.sync <- syncResult{assignment: gm.assignment}
-				gm.sync = nil
-			}
-		}
-		g.state = groupStable
-		c.s.log.Debug("group stable", "group", g.name, "generation", g.generation, "members", len(g.members), "protocol", g.protocol)
-	}
-	co.mu.Unlock()
-	select {
-	case res := <-ch:
-		resp.ErrorCode, resp.MemberAssignment = res.code, res.assignment
-		return reply{msg: resp}, nil
-	case <-ctx.Done():
-		resp.ErrorCode = kerr.NotCoordinator.Code
-		return reply{msg: resp}, nil
-	}
-}
-
-func handleHeartbeat(_ context.Context, c *conn, req *request) (reply, error) {
-	r := req.msg.(*kmsg.HeartbeatRequest)
-	resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
-	co := c.s.groups
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	g, m, code := co.memberLocked(r.Group, r.MemberID, r.Generation)
-	if m != nil {
-		co.touch(g, m)
-	}
-	if code == 0 && g.state == groupPreparingRebalance {
-		code = kerr.RebalanceInProgress.Code
-	}
-	resp.ErrorCode = code
-	return reply{msg: resp}, nil
-}
-
-func handleLeaveGroup(_ context.Context, c *conn, req *request) (reply, error) {
-	r := req.msg.(*kmsg.LeaveGroupRequest)
-	resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
-	co := c.s.groups
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	leave := func(id string) int16 {
-		g := co.groups[r.Group]
-		if g == nil || g.members[id] == nil {
-			return kerr.UnknownMemberID.Code
-		}
-		c.s.log.Debug("group member left", "group", r.Group, "member", id)
-		co.removeLocked(g, g.members[id])
-		return 0
-	}
-	if r.Version < 3 {
-		resp.ErrorCode = leave(r.MemberID)
-		return reply{msg: resp}, nil
-	}
-	for _, rm := range r.Members {
-		lm := kmsg.NewLeaveGroupResponseMember()
-		lm.MemberID, lm.InstanceID = rm.MemberID, rm.InstanceID
-		lm.ErrorCode = leave(rm.MemberID)
-		resp.Members = append(resp.Members, lm)
-	}
-	return reply{msg: resp}, nil
 }
 
 // commitCheck says whether a member may commit offsets for a group (0),

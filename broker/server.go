@@ -103,6 +103,8 @@ type Server struct {
 	meta   *clusterMeta // cluster id, node id, topic ids, producer ids
 	groups *coordinator
 
+	buffers bufferPool // the bodies of produce requests, for reuse
+
 	longPolls atomic.Int64 // fetches waiting for records (for tests)
 
 	// ctx is cancelled by Shutdown and Close: long polls and joins

@@ -1,0 +1,83 @@
+package broker
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBufferPoolSizeClassesHoldEveryRequestOfTheirSize(t *testing.T) {
+	for _, tc := range []struct {
+		n, capacity int
+	}{
+		{minPooled, minPooled},
+		{minPooled + 1, 2 * minPooled},
+		{1_000_000, 1 << 20},
+		{1 << 20, 1 << 20},
+		{1<<20 + 1, 2 << 20},
+		{maxPooled, maxPooled},
+	} {
+		var p bufferPool
+		b := p.get(tc.n)
+		assert.Len(t, b, tc.n)
+		assert.Equal(t, tc.capacity, cap(b), "request of %d bytes", tc.n)
+	}
+}
+
+func TestBufferPoolReusesAFreedBufferForARequestOfItsClass(t *testing.T) {
+	var p bufferPool
+	b := p.get(1_000_000)
+	b[0] = 7
+	p.put(b)
+	again := p.get(1_040_000) // another batch, a few bytes longer
+	require.Len(t, again, 1_040_000)
+	assert.Equal(t, &b[0], &again[0], "the freed buffer is reused")
+	assert.Zero(t, p.held)
+	other := p.get(1_000_000)
+	assert.NotEqual(t, &b[0], &other[0], "a buffer is handed out once")
+}
+
+func TestBufferPoolKeepsItsBuffersThroughGarbageCollections(t *testing.T) {
+	var p bufferPool
+	b := p.get(1 << 20)
+	p.put(b)
+	runtime.GC()
+	runtime.GC()
+	again := p.get(1 << 20)
+	assert.Equal(t, &b[0], &again[0])
+}
+
+func TestBufferPoolLeavesToTheCollector(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		buf  []byte
+	}{
+		{"a small buffer", make([]byte, minPooled-1)},
+		{"a buffer over the largest class", make([]byte, maxPooled+1)},
+		{"a buffer not of a size class", make([]byte, 100_000)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p bufferPool
+			p.put(tc.buf)
+			assert.Zero(t, p.held)
+		})
+	}
+	t.Run("buffers over the bound", func(t *testing.T) {
+		var p bufferPool
+		var bufs [][]byte
+		for range pooledBytes/maxPooled + 1 {
+			bufs = append(bufs, p.get(maxPooled))
+		}
+		for _, b := range bufs {
+			p.put(b)
+		}
+		assert.Equal(t, pooledBytes, p.held)
+	})
+	t.Run("small requests", func(t *testing.T) {
+		var p bufferPool
+		b := p.get(100)
+		assert.Equal(t, 100, cap(b))
+	})
+}

@@ -326,6 +326,13 @@ type noteJSON struct {
 	Note string `json:"note"`
 }
 
+// dumpRecordJSON is a record as dump --json --records prints it.
+type dumpRecordJSON struct {
+	Type string `json:"type"` // "record"
+	File string `json:"file"`
+	segment.RecordJSON
+}
+
 func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos int64) {
 	if err := it.Reset(batch, segment.DefaultLimits); err != nil {
 		d.problem(path, pos, fmt.Sprintf("%s at byte %d: %v", path, pos, err))
@@ -334,8 +341,7 @@ func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos 
 	for it.Next() {
 		r := it.Record()
 		if d.o.json {
-			rj := newRecordJSON(r, d.o.maxValue)
-			rj.Type, rj.File = "record", path
+			rj := dumpRecordJSON{Type: "record", File: path, RecordJSON: segment.NewRecordJSON(r, d.o.maxValue)}
 			if r.Value != nil {
 				n := len(r.Value)
 				rj.ValueSize = &n

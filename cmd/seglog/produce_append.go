@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 )
 
@@ -63,7 +64,7 @@ func (p *producer) parseLines(lines [][]byte, first int) ([]storage.Record, int,
 	recs := make([]storage.Record, len(lines))
 	for i, line := range lines {
 		if p.json {
-			r, err := decodeJSONRecord(line)
+			r, err := segment.DecodeRecordJSON(line)
 			if err != nil {
 				return nil, i, fmt.Errorf("stdin line %d: %v", first+i, err)
 			}

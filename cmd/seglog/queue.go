@@ -446,7 +446,7 @@ func queueStatsCommand(e *env) *cobra.Command {
 
 // queueItemJSON is an item as get and peek --format json print it.
 type queueItemJSON struct {
-	recordJSON
+	segment.RecordJSON
 	ExpiresAt  *int64 `json:"expires_at"`
 	Deliveries int    `json:"deliveries"`
 }
@@ -455,7 +455,7 @@ type queueItemJSON struct {
 func printQueueItem(w *bufio.Writer, it *queue.Item, asJSON bool) error {
 	if asJSON {
 		rec := segment.Record{Offset: it.Offset, Timestamp: it.Timestamp, Key: it.Key, Value: it.Value, Headers: it.Headers}
-		j := queueItemJSON{recordJSON: newRecordJSON(&rec, 0), Deliveries: it.Deliveries}
+		j := queueItemJSON{RecordJSON: segment.NewRecordJSON(&rec, 0), Deliveries: it.Deliveries}
 		if !it.ExpiresAt.IsZero() {
 			ms := it.ExpiresAt.UnixMilli()
 			j.ExpiresAt = &ms

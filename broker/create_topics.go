@@ -11,8 +11,8 @@ import (
 )
 
 // CreateTopics: a topic with its partition count (-1: the default) and
-// its configs (topicconfig.go) onto Store.CreateTopic, then given a topic
-// id. A replication factor other than -1 or 1 is
+// its configs (storage.TopicConfig.SetKafka) onto Store.CreateTopic, then
+// given a topic id. A replication factor other than -1 or 1 is
 // INVALID_REPLICATION_FACTOR (one broker), a manual replica assignment
 // INVALID_REQUEST, an existing topic TOPIC_ALREADY_EXISTS. ValidateOnly
 // checks everything and creates nothing.
@@ -40,10 +40,10 @@ func handleCreateTopics(_ context.Context, c *conn, req *request) (reply, error)
 			if id, err := s.meta.topicID(rt.Topic); err == nil {
 				out.TopicID = id
 			}
-			for _, name := range topicConfigNames {
-				v, own := topicConfigValue(cfg, name)
+			for _, ts := range storage.TopicSettings() {
+				v, own := cfg.GetKafka(ts.KafkaName)
 				rc := kmsg.NewCreateTopicsResponseTopicConfig()
-				rc.Name, rc.Value = name, &v
+				rc.Name, rc.Value = ts.KafkaName, &v
 				rc.Source = configSource(own)
 				out.Configs = append(out.Configs, rc)
 			}
@@ -79,7 +79,7 @@ func (s *Server) checkCreate(rt kmsg.CreateTopicsRequestTopic) (storage.TopicCon
 		if kc.Value == nil {
 			continue
 		}
-		if err := setTopicConfig(&cfg, kc.Name, *kc.Value); err != nil {
+		if err := cfg.SetKafka(kc.Name, *kc.Value); err != nil {
 			return cfg, 0, err
 		}
 	}

@@ -7,9 +7,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seglog/seglog/storage"
 )
 
-// DescribeConfigs: a topic's configs in Kafka's names (topicconfig.go),
+// DescribeConfigs: a topic's configs in Kafka's names (storage.TopicSettings),
 // its own values marked DYNAMIC_TOPIC_CONFIG and the rest
 // DEFAULT_CONFIG; the broker's few settings that clients ask about. Other
 // resource types are INVALID_REQUEST.
@@ -47,9 +49,9 @@ func handleDescribeConfigs(_ context.Context, c *conn, req *request) (reply, err
 				out.ErrorCode = s.codeFor("describe configs", err)
 				break
 			}
-			for _, name := range topicConfigNames {
-				v, own := topicConfigValue(cfg, name)
-				add(name, v, own, false)
+			for _, ts := range storage.TopicSettings() {
+				v, own := cfg.GetKafka(ts.KafkaName)
+				add(ts.KafkaName, v, own, false)
 			}
 		case resourceBroker:
 			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.meta.nodeID)) {

@@ -59,6 +59,16 @@ func (c Codec) String() string {
 	return fmt.Sprintf("codec(%d)", uint8(c))
 }
 
+// CodecNames lists the names ParseCodec takes, in codec order: none,
+// gzip, snappy, lz4, zstd.
+func CodecNames() []string {
+	var names []string
+	for c := CodecNone; c <= CodecZstd; c++ {
+		names = append(names, codecNames[c])
+	}
+	return names
+}
+
 // ParseCodec returns the codec with the given name, one that a v2 batch
 // can be written with: none, gzip, snappy, lz4 or zstd.
 func ParseCodec(name string) (Codec, error) {

@@ -144,6 +144,41 @@ func ReadIndexFile(path string) (IndexContent, error) {
 	return DecodeOffsetIndex(b.Bytes(), base), nil
 }
 
+// BatchJSON is a batch header in JSON, the object seglog dump --json
+// prints for a batch at byte Position of its .log; Valid says whether its
+// checksum holds.
+type BatchJSON struct {
+	BaseOffset      int64  `json:"base_offset"`
+	LastOffset      int64  `json:"last_offset"`
+	Count           int32  `json:"count"`
+	Position        int64  `json:"position"`
+	Size            int    `json:"size"`
+	Magic           uint8  `json:"magic"`
+	Codec           string `json:"codec"`
+	TimestampType   string `json:"timestamp_type"`
+	BaseTimestamp   int64  `json:"base_timestamp"`
+	MaxTimestamp    int64  `json:"max_timestamp"`
+	ProducerID      int64  `json:"producer_id"`
+	ProducerEpoch   int16  `json:"producer_epoch"`
+	BaseSequence    int32  `json:"base_sequence"`
+	LastSequence    int32  `json:"last_sequence"`
+	LeaderEpoch     int32  `json:"leader_epoch"`
+	IsTransactional bool   `json:"is_transactional"`
+	IsControl       bool   `json:"is_control"`
+	Checksum        string `json:"checksum"`
+	Valid           bool   `json:"valid"`
+}
+
+// NewBatchJSON returns the JSON form of the batch header h at byte pos of
+// its .log: the fields KafkaBatchLine prints.
+func NewBatchJSON(h Header, pos int64, valid bool) BatchJSON {
+	return BatchJSON{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Count: h.RecordCount, Position: pos, Size: h.Size(),
+		Magic: h.Version, Codec: h.Codec().String(), TimestampType: h.TimestampType().String(), BaseTimestamp: h.BaseTimestamp,
+		MaxTimestamp: h.MaxTimestamp, ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
+		LastSequence: h.KafkaLastSequence(), LeaderEpoch: h.LeaderEpoch, IsTransactional: h.IsTransactional(),
+		IsControl: h.IsControl(), Checksum: fmt.Sprintf("%#x", h.Checksum), Valid: valid}
+}
+
 // KafkaBatchLine is the line kafka-dump-log.sh prints for a v2 batch at
 // byte pos of its .log (DumpLogSegments' batch level); valid says whether
 // its checksum holds.

@@ -3,6 +3,7 @@ package segment
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,4 +109,16 @@ func TestKafkaDumpLines(t *testing.T) {
 		KafkaRecordLine(it.Header(), it.Record(), 0))
 	assert.Equal(t, `| offset: 0 CreateTime: 1000 keySize: 1 valueSize: 2 sequence: -1 headerKeys: [h] key: k payload: v...(2 bytes)`,
 		KafkaRecordLine(it.Header(), it.Record(), 1))
+}
+
+func TestBatchJSONHoldsWhatTheBatchLineSays(t *testing.T) {
+	b, err := AppendBatch(nil, []Record{{Timestamp: 1000, Value: []byte("a")}, {Timestamp: 1500, Value: []byte("b")}},
+		EncodeOptions{Codec: CodecGzip, ProducerID: 7, ProducerEpoch: 1, BaseSequence: 3})
+	require.NoError(t, err)
+	h, err := ParseHeader(b, DefaultLimits)
+	require.NoError(t, err)
+	got := NewBatchJSON(h, 64, true)
+	assert.Equal(t, BatchJSON{BaseOffset: 0, LastOffset: 1, Count: 2, Position: 64, Size: len(b), Magic: 2, Codec: "gzip",
+		TimestampType: "CreateTime", BaseTimestamp: 1000, MaxTimestamp: 1500, ProducerID: 7, ProducerEpoch: 1, BaseSequence: 3,
+		LastSequence: 4, LeaderEpoch: h.LeaderEpoch, Checksum: fmt.Sprintf("%#x", h.Checksum), Valid: true}, got)
 }

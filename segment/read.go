@@ -121,6 +121,25 @@ func (s *Segment) FindTime(ts int64) (int64, Header, error) {
 	return size, Header{}, io.EOF
 }
 
+// FirstBatch returns the header of the segment's first batch, read from
+// the .log; ok is false for an empty segment.
+func (s *Segment) FirstBatch() (h Header, ok bool, err error) {
+	if err := s.acquire(); err != nil {
+		return Header{}, false, err
+	}
+	defer s.mu.RUnlock()
+	size := s.size.Load()
+	if size <= 0 {
+		return Header{}, false, nil
+	}
+	var sc Scanner
+	s.scan(&sc, size, ScanOptions{File: s.LogPath()})
+	if !sc.Next() {
+		return Header{}, false, sc.Err()
+	}
+	return sc.Header(), true, nil
+}
+
 // ReadAt reads len(p) bytes at pos of the .log, which must lie within the
 // published size.
 func (s *Segment) ReadAt(p []byte, pos int64) (int, error) {

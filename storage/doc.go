@@ -21,7 +21,10 @@
 // end), Log.ReadRegion hands whole batches to sendfile, and Log.Sync makes
 // what was appended durable under a lazier sync policy. A process that
 // reads a partition another process writes opens an OpenFollower. Many
-// topics and partitions live under one root in a Store (OpenStore).
+// topics and partitions live under one root in a Store (OpenStore), which
+// routes records to partitions by key (Store.Produce). A topic's
+// configuration (TopicConfig) is set and read by setting name, seglog's
+// or Kafka's (TopicSettings, TopicConfig.Set, TopicConfig.SetKafka).
 // Check and Repair examine a data directory with the rules recovery uses.
 //
 // # Layout

@@ -43,6 +43,12 @@ func (p SyncPolicy) String() string {
 	return fmt.Sprintf("SyncPolicy(%d)", int(p))
 }
 
+// SyncPolicyNames lists the names ParseSyncPolicy takes, in policy
+// order: never, every-n, interval, always.
+func SyncPolicyNames() []string {
+	return []string{SyncNever.String(), SyncEveryN.String(), SyncInterval.String(), SyncAlways.String()}
+}
+
 // ParseSyncPolicy parses never, every-n, interval or always.
 func ParseSyncPolicy(s string) (SyncPolicy, error) {
 	for p, n := range syncNames {

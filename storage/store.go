@@ -413,63 +413,6 @@ func (s *Store) partitionFor(key []byte, n int) int32 {
 	return int32(xxhash.Sum64(key) % uint64(n))
 }
 
-// Produced says where a produced record went.
-type Produced struct {
-	Partition int32
-	Offset    int64
-}
-
-// Produce appends records to a topic, choosing each record's partition as
-// Partition does, except that the keyless records of one call all go to
-// one partition (sticky per call, round-robin across calls), so they form
-// one batch. Records for one partition are appended as one batch. The
-// result is in the order of recs.
-func (s *Store) Produce(topic string, recs ...Record) ([]Produced, error) {
-	n, err := s.Partitions(topic)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Produced, len(recs))
-	sticky := int32(-1)
-	groups := map[int32][]int{}
-	var order []int32
-	for i := range recs {
-		var p int32
-		if recs[i].Key == nil {
-			if sticky < 0 {
-				sticky = s.partitionFor(nil, n)
-			}
-			p = sticky
-		} else {
-			p = s.partitionFor(recs[i].Key, n)
-		}
-		if _, ok := groups[p]; !ok {
-			order = append(order, p)
-		}
-		groups[p] = append(groups[p], i)
-	}
-	batch := make([]Record, 0, len(recs))
-	for _, p := range order {
-		l, err := s.Log(topic, p)
-		if err != nil {
-			return nil, err
-		}
-		batch = batch[:0]
-		for _, i := range groups[p] {
-			batch = append(batch, recs[i])
-		}
-		res, err := l.Append(batch...)
-		if err != nil {
-			return nil, err
-		}
-		for j, i := range groups[p] {
-			recs[i].Timestamp = batch[j].Timestamp
-			out[i] = Produced{Partition: p, Offset: res.FirstOffset + int64(j)}
-		}
-	}
-	return out, nil
-}
-
 // Sync fsyncs every open log. A read-only store returns ErrReadOnly.
 func (s *Store) Sync() error {
 	if s.opts.Log.ReadOnly {

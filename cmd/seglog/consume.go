@@ -288,7 +288,7 @@ func runConsume(c *cli, dir, topic string, partition int, from consumer.Position
 func (o *outputFormat) print(w *bufio.Writer, p int32, r *storage.Record) error {
 	switch {
 	case o.json:
-		rj := newRecordJSON(r, 0)
+		rj := segment.NewRecordJSON(r, 0)
 		rj.Partition = &p
 		return writeJSONLine(w, rj)
 	case o.tokens != nil:

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/seglog/seglog/consumer"
 	"github.com/seglog/seglog/offsets"
-	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 )
 
@@ -114,16 +112,6 @@ func describeCommand(e *env) *cobra.Command {
 			d := describeTopic{Topic: topic, Partitions: n, Config: configEntries(cfg)}
 			for _, p := range parts {
 				dp, err := describePart(store, ost, topic, p)
-				// Beside a writer whose retention deletes segments, a
-				// read-only log may list one that is gone: open again.
-				for try := 0; errors.Is(err, fs.ErrNotExist) && try < 3; try++ {
-					fresh, code := openStoreReadOnly(c, dir)
-					if fresh == nil {
-						return code
-					}
-					defer fresh.Close()
-					dp, err = describePart(fresh, ost, topic, p)
-				}
 				if err != nil {
 					return c.fail("%s: %v", storage.PartitionDir(topic, p), err)
 				}
@@ -157,49 +145,23 @@ func describePart(store *storage.Store, ost *offsets.Store, topic string, p int3
 	if err != nil {
 		return describePartition{}, err
 	}
-	dp := describePartition{Partition: p, Dir: l.Dir(), StartOffset: l.StartOffset(), EndOffset: l.EndOffset(), HighWatermark: l.HighWatermark(),
-		Segments: []describeSegment{}, Groups: []consumer.GroupLag{}}
-	if rp, ok, err := storage.ReadCheckpoint(l.Dir(), storage.RecoveryPointFile); err != nil {
-		return dp, err
-	} else if ok {
-		dp.RecoveryPoint = &rp
-	}
-	segs, err := l.Segments()
+	d, err := l.Describe()
 	if err != nil {
-		return dp, err
+		return describePartition{}, err
 	}
-	dp.StartOffset, dp.EndOffset = l.StartOffset(), l.EndOffset()
-	for _, s := range segs {
-		ds := describeSegment{BaseOffset: s.BaseOffset, NextOffset: s.NextOffset, Records: s.NextOffset - s.BaseOffset, Bytes: s.Size,
-			FirstTimestamp: -1, MaxTimestamp: s.MaxTimestamp, Active: s.Active}
-		if s.BaseOffset < dp.StartOffset {
-			ds.Records = max(0, s.NextOffset-dp.StartOffset)
-		}
-		if ts, err := firstTimestamp(s.Path); err == nil {
-			ds.FirstTimestamp = ts
-		}
-		dp.Bytes += s.Size
-		dp.Segments = append(dp.Segments, ds)
+	dp := describePartition{Partition: p, Dir: l.Dir(), StartOffset: d.StartOffset, EndOffset: d.EndOffset, HighWatermark: d.HighWatermark,
+		Bytes: d.Bytes, Segments: []describeSegment{}, Groups: []consumer.GroupLag{}}
+	if d.RecoveryPoint >= 0 {
+		dp.RecoveryPoint = &d.RecoveryPoint
+	}
+	for _, s := range d.Segments {
+		dp.Segments = append(dp.Segments, describeSegment{BaseOffset: s.BaseOffset, NextOffset: s.NextOffset, Records: s.Records, Bytes: s.Size,
+			FirstTimestamp: s.FirstTimestamp, MaxTimestamp: s.MaxTimestamp, Active: s.Active})
 	}
 	if ost != nil {
 		dp.Groups = append(dp.Groups, consumer.GroupLags(ost, topic, p, dp.StartOffset, dp.EndOffset)...)
 	}
 	return dp, nil
-}
-
-// firstTimestamp reads the base timestamp of a .log's first batch with
-// the segment scanner; -1 for an empty file.
-func firstTimestamp(path string) (int64, error) {
-	f, size, err := openLogFile(path)
-	if err != nil {
-		return -1, err
-	}
-	defer f.Close()
-	sc := segment.NewScanner(f, size, segment.ScanOptions{File: path})
-	if sc.Next() {
-		return sc.Header().BaseTimestamp, nil
-	}
-	return -1, sc.Err()
 }
 
 func writeDescribe(w io.Writer, d *describeTopic) {

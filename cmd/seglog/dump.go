@@ -240,28 +240,11 @@ func (d *dumper) file(path string) {
 	}
 }
 
+// batchJSON is a batch as dump --json prints it.
 type batchJSON struct {
-	Type            string `json:"type"`
-	File            string `json:"file"`
-	BaseOffset      int64  `json:"base_offset"`
-	LastOffset      int64  `json:"last_offset"`
-	Count           int32  `json:"count"`
-	Position        int64  `json:"position"`
-	Size            int    `json:"size"`
-	Magic           uint8  `json:"magic"`
-	Codec           string `json:"codec"`
-	TimestampType   string `json:"timestamp_type"`
-	BaseTimestamp   int64  `json:"base_timestamp"`
-	MaxTimestamp    int64  `json:"max_timestamp"`
-	ProducerID      int64  `json:"producer_id"`
-	ProducerEpoch   int16  `json:"producer_epoch"`
-	BaseSequence    int32  `json:"base_sequence"`
-	LastSequence    int32  `json:"last_sequence"`
-	LeaderEpoch     int32  `json:"leader_epoch"`
-	IsTransactional bool   `json:"is_transactional"`
-	IsControl       bool   `json:"is_control"`
-	Checksum        string `json:"checksum"`
-	Valid           bool   `json:"valid"`
+	Type string `json:"type"` // "batch"
+	File string `json:"file"`
+	segment.BatchJSON
 }
 
 // log dumps the .log that s walks. It never panics on any bytes: every
@@ -285,12 +268,7 @@ func (d *dumper) log(s *segment.Walk, path string, tail int64) {
 		}
 		valid := s.VerifyErr == nil
 		if d.o.json {
-			_ = writeJSONLine(d.w, batchJSON{Type: "batch", File: path, BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(),
-				Count: h.RecordCount, Position: pos, Size: h.Size(), Magic: h.Version, Codec: h.Codec().String(),
-				TimestampType: h.TimestampType().String(), BaseTimestamp: h.BaseTimestamp, MaxTimestamp: h.MaxTimestamp,
-				ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
-				LastSequence: h.KafkaLastSequence(), LeaderEpoch: h.LeaderEpoch, IsTransactional: h.IsTransactional(),
-				IsControl: h.IsControl(), Checksum: fmt.Sprintf("%#x", h.Checksum), Valid: valid})
+			_ = writeJSONLine(d.w, batchJSON{Type: "batch", File: path, BatchJSON: segment.NewBatchJSON(h, pos, valid)})
 		} else {
 			fmt.Fprintln(d.w, segment.KafkaBatchLine(h, pos, valid))
 		}
@@ -326,6 +304,13 @@ type noteJSON struct {
 	Note string `json:"note"`
 }
 
+// dumpRecordJSON is a record as dump --json --records prints it.
+type dumpRecordJSON struct {
+	Type string `json:"type"` // "record"
+	File string `json:"file"`
+	segment.RecordJSON
+}
+
 func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos int64) {
 	if err := it.Reset(batch, segment.DefaultLimits); err != nil {
 		d.problem(path, pos, fmt.Sprintf("%s at byte %d: %v", path, pos, err))
@@ -334,8 +319,7 @@ func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos 
 	for it.Next() {
 		r := it.Record()
 		if d.o.json {
-			rj := newRecordJSON(r, d.o.maxValue)
-			rj.Type, rj.File = "record", path
+			rj := dumpRecordJSON{Type: "record", File: path, RecordJSON: segment.NewRecordJSON(r, d.o.maxValue)}
 			if r.Value != nil {
 				n := len(r.Value)
 				rj.ValueSize = &n

@@ -115,7 +115,7 @@ func (o *resetFlags) spec(c *cli) (spec consumer.Position, code int, ok bool) {
 		}},
 		{"by-duration", func() (consumer.Position, error) {
 			if o.byDuration < 0 {
-				return consumer.Position{}, fmt.Errorf("--by-duration %s is negative", formatDuration(o.byDuration))
+				return consumer.Position{}, fmt.Errorf("--by-duration %s is negative", storage.FormatDuration(o.byDuration))
 			}
 			return consumer.AtTime(time.Now().Add(-o.byDuration).UnixMilli()), nil
 		}},

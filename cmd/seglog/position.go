@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/consumer"
+	"github.com/seglog/seglog/storage"
 )
 
 // timeLayouts are the times --from and --to-datetime accept besides RFC
@@ -53,7 +54,7 @@ func parseFrom(s string, now time.Time) (consumer.Position, error) {
 		return consumer.AtOffset(v), nil
 	}
 	if strings.HasPrefix(s, "-") {
-		d, err := parseDuration(s)
+		d, err := storage.ParseDuration(s)
 		if err != nil {
 			return consumer.Position{}, fmt.Errorf("--from %q: after -, want a count of records (-100) or a duration (-1h, -30m, -7d)", s)
 		}

@@ -129,15 +129,15 @@ func (o *produceFlags) check(c *cli, pos []string) (code int, bad bool) {
 	case o.batch < 1:
 		return c.usageErr("--batch %d: want at least 1", o.batch), true
 	case o.batchBytes < 1:
-		return c.usageErr("--batch-bytes %s: want at least 1 byte", formatSize(o.batchBytes)), true
+		return c.usageErr("--batch-bytes %s: want at least 1 byte", storage.FormatSize(o.batchBytes)), true
 	case o.batchBytes > maxBatchBytes:
-		return c.usageErr("--batch-bytes %s: at most 16MiB, the largest batch the engine accepts", formatSize(o.batchBytes)), true
+		return c.usageErr("--batch-bytes %s: at most 16MiB, the largest batch the engine accepts", storage.FormatSize(o.batchBytes)), true
 	case o.linger < 0:
-		return c.usageErr("--linger %s is negative", formatDuration(o.linger)), true
+		return c.usageErr("--linger %s is negative", storage.FormatDuration(o.linger)), true
 	case c.isSet("key-separator") && o.keySep == "":
 		return c.usageErr("--key-separator is empty"), true
 	case o.syncEveryInterval <= 0:
-		return c.usageErr("--sync-interval %s: want more than 0", formatDuration(o.syncEveryInterval)), true
+		return c.usageErr("--sync-interval %s: want more than 0", storage.FormatDuration(o.syncEveryInterval)), true
 	case o.syncEvery < 1:
 		return c.usageErr("--sync-every %d: want at least 1", o.syncEvery), true
 	case o.format != "text" && o.format != "json":

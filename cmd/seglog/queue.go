@@ -138,7 +138,7 @@ func queuePutCommand(e *env) *cobra.Command {
 				return code
 			}
 			if ttl < 0 {
-				return c.usageErr("--ttl %s is negative", formatDuration(ttl))
+				return c.usageErr("--ttl %s is negative", storage.FormatDuration(ttl))
 			}
 			sync, err := parseSync(syncName)
 			if err != nil {
@@ -260,9 +260,9 @@ func queueGetCommand(e *env) *cobra.Command {
 			case maxN < 0:
 				return c.usageErr("--max %d is negative", maxN)
 			case wait < 0:
-				return c.usageErr("--wait %s is negative", formatDuration(wait))
+				return c.usageErr("--wait %s is negative", storage.FormatDuration(wait))
 			case leaseFor <= 0:
-				return c.usageErr("--lease %s: want a positive duration", formatDuration(leaseFor))
+				return c.usageErr("--lease %s: want a positive duration", storage.FormatDuration(leaseFor))
 			case format != "text" && format != "json":
 				return c.usageErr("--format %q: want text or json", format)
 			}
@@ -446,7 +446,7 @@ func queueStatsCommand(e *env) *cobra.Command {
 
 // queueItemJSON is an item as get and peek --format json print it.
 type queueItemJSON struct {
-	recordJSON
+	segment.RecordJSON
 	ExpiresAt  *int64 `json:"expires_at"`
 	Deliveries int    `json:"deliveries"`
 }
@@ -455,7 +455,7 @@ type queueItemJSON struct {
 func printQueueItem(w *bufio.Writer, it *queue.Item, asJSON bool) error {
 	if asJSON {
 		rec := segment.Record{Offset: it.Offset, Timestamp: it.Timestamp, Key: it.Key, Value: it.Value, Headers: it.Headers}
-		j := queueItemJSON{recordJSON: newRecordJSON(&rec, 0), Deliveries: it.Deliveries}
+		j := queueItemJSON{RecordJSON: segment.NewRecordJSON(&rec, 0), Deliveries: it.Deliveries}
 		if !it.ExpiresAt.IsZero() {
 			ms := it.ExpiresAt.UnixMilli()
 			j.ExpiresAt = &ms

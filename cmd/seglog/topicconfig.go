@@ -1,10 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -15,10 +14,10 @@ import (
 
 // syncNames are storage.ParseSyncPolicy's names, in storage's order: the
 // only values every --sync flag takes.
-var syncNames = []string{storage.SyncNever.String(), storage.SyncEveryN.String(), storage.SyncInterval.String(), storage.SyncAlways.String()}
+var syncNames = storage.SyncPolicyNames()
 
 // codecNames are segment.ParseCodec's names: the values of --compression.
-var codecNames = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+var codecNames = segment.CodecNames()
 
 // parseSync parses a --sync value with storage.ParseSyncPolicy.
 func parseSync(s string) (storage.SyncPolicy, error) {
@@ -39,24 +38,55 @@ func parseCodec(s string) (segment.Codec, error) {
 }
 
 // topicConfigFlags are the flags of topics create and topics alter, one
-// per storage.TopicConfig field.
-type topicConfigFlags struct {
-	segmentBytes      int64
-	segmentAge        time.Duration
-	indexInterval     int64
-	sync              string
-	syncEvery         int
-	syncInterval      time.Duration
-	compression       string
-	retentionAge      time.Duration
-	retentionBytes    int64
-	retentionConsumed bool
+// per setting of storage.TopicSettings that seglog names.
+type topicConfigFlags []*settingValue
+
+// settingValue is a topic setting's flag (pflag.Value) that keeps the
+// value as given. Sizes, durations, numbers and booleans are checked with
+// storage.TopicConfig.Set when the flag is parsed; names (sync,
+// compression) when apply sets them.
+type settingValue struct {
+	setting storage.TopicSetting
+	value   string
 }
 
-// topicConfigFlagNames lists the flags in the order describe shows them.
-var topicConfigFlagNames = []string{"segment-bytes", "segment-age", "index-interval", "sync", "sync-every", "sync-interval", "compression", "retention-age", "retention-bytes", "retention-consumed"}
+// String returns the value as given.
+func (v *settingValue) String() string { return v.value }
 
-// add adds the flags to fs. alter words the help for changing a topic:
+// Set keeps the value, and checks it unless it is a name.
+func (v *settingValue) Set(s string) error {
+	if v.setting.Kind != "string" {
+		var scratch storage.TopicConfig
+		var se *storage.SettingError
+		if err := scratch.Set(v.setting.Name, s); errors.As(err, &se) {
+			return se.Err
+		} else if err != nil {
+			return err
+		}
+	}
+	v.value = s
+	return nil
+}
+
+// Type names the value in help: size, duration, int, string or bool.
+func (v *settingValue) Type() string { return v.setting.Kind }
+
+// topicFlagUsage is each setting flag's help; %s is what 0 (or "default")
+// and a missing flag mean.
+var topicFlagUsage = map[string]string{
+	"segment-bytes":      "roll a segment when it would pass this size (%s, 1GiB)",
+	"segment-age":        "roll a segment when its first record is this old (%s, no age roll)",
+	"index-interval":     "log bytes between index entries (%s, 4KiB)",
+	"sync":               "fsync policy: " + strings.Join(syncNames, ", ") + " %s",
+	"sync-every":         "records between fsyncs of --sync every-n (%s, 10000)",
+	"sync-interval":      "period of --sync interval (%s, 1s)",
+	"compression":        "codec of the batches appended: " + strings.Join(codecNames, ", ") + " %s",
+	"retention-age":      "retention deletes segments whose newest record is older than this (0: no age limit)",
+	"retention-bytes":    "retention deletes a partition's oldest segments while it is over this size (0: no size limit)",
+	"retention-consumed": "retention deletes segments every consumer group reading the topic has committed past",
+}
+
+// add adds the flags to cmd. alter words the help for changing a topic:
 // a flag not given keeps the topic's value, 0 or "default" returns it to
 // the default.
 func (t *topicConfigFlags) add(cmd *cobra.Command, alter bool) {
@@ -67,80 +97,39 @@ func (t *topicConfigFlags) add(cmd *cobra.Command, alter bool) {
 		unset = "0: back to the default; not given: unchanged"
 		name = "(default: back to the default; not given: unchanged)"
 	}
-	sizeFlag(fs, &t.segmentBytes, "segment-bytes", 0, "roll a segment when it would pass this size ("+unset+", 1GiB)")
-	durationFlag(fs, &t.segmentAge, "segment-age", 0, "roll a segment when its first record is this old ("+unset+", no age roll)")
-	sizeFlag(fs, &t.indexInterval, "index-interval", 0, "log bytes between index entries ("+unset+", 4KiB)")
-	fs.StringVar(&t.sync, "sync", "", "fsync policy: "+strings.Join(syncNames, ", ")+" "+name)
-	fs.IntVar(&t.syncEvery, "sync-every", 0, "records between fsyncs of --sync every-n ("+unset+", 10000)")
-	durationFlag(fs, &t.syncInterval, "sync-interval", 0, "period of --sync interval ("+unset+", 1s)")
-	fs.StringVar(&t.compression, "compression", "", "codec of the batches appended: "+strings.Join(codecNames, ", ")+" "+name)
-	durationFlag(fs, &t.retentionAge, "retention-age", 0, "retention deletes segments whose newest record is older than this (0: no age limit)")
-	sizeFlag(fs, &t.retentionBytes, "retention-bytes", 0, "retention deletes a partition's oldest segments while it is over this size (0: no size limit)")
-	fs.BoolVar(&t.retentionConsumed, "retention-consumed", false, "retention deletes segments every consumer group reading the topic has committed past")
+	for _, s := range storage.TopicSettings() {
+		if s.Name == "" {
+			continue
+		}
+		v := &settingValue{setting: s}
+		*t = append(*t, v)
+		usage := topicFlagUsage[s.Name]
+		switch {
+		case s.Kind == "string":
+			usage = fmt.Sprintf(usage, name)
+		case strings.Contains(usage, "%s"):
+			usage = fmt.Sprintf(usage, unset)
+		}
+		fs.Var(v, s.Name, usage)
+		if s.Kind == "bool" {
+			fs.Lookup(s.Name).NoOptDefVal = "true"
+		}
+	}
 	completeValues(cmd, "sync", append(syncNames[:len(syncNames):len(syncNames)], "default"))
 	completeValues(cmd, "compression", append(codecNames[:len(codecNames):len(codecNames)], "default"))
 }
 
-// apply returns cfg with the flags that were given (all of them when all
-// is set) in place of its values, and checks it.
-func (t *topicConfigFlags) apply(fs *pflag.FlagSet, cfg storage.TopicConfig, all bool) (storage.TopicConfig, error) {
-	set := func(name string) bool { return all || fs.Changed(name) }
-	if set("segment-bytes") {
-		cfg.SegmentBytes = t.segmentBytes
-	}
-	if set("segment-age") {
-		cfg.SegmentAge = t.segmentAge
-	}
-	if set("index-interval") {
-		if t.indexInterval > 1<<30 {
-			return cfg, fmt.Errorf("--index-interval %s: at most 1GiB", formatSize(t.indexInterval))
-		}
-		cfg.IndexIntervalBytes = int(t.indexInterval)
-	}
-	if set("sync") {
-		cfg.Sync = t.sync
-		if t.sync == "default" {
-			cfg.Sync = ""
-		} else if t.sync != "" {
-			if _, err := parseSync(t.sync); err != nil {
+// apply returns cfg with the flags that were given in place of its
+// values, and checks it.
+func (t topicConfigFlags) apply(fs *pflag.FlagSet, cfg storage.TopicConfig) (storage.TopicConfig, error) {
+	for _, v := range t {
+		if fs.Changed(v.setting.Name) {
+			var se *storage.SettingError
+			if err := cfg.Set(v.setting.Name, v.value); errors.As(err, &se) {
+				return cfg, fmt.Errorf("--%s %q: %v", se.Name, se.Value, se.Err)
+			} else if err != nil {
 				return cfg, err
 			}
-		}
-	}
-	if set("sync-every") {
-		if t.syncEvery < 0 {
-			return cfg, fmt.Errorf("--sync-every %d is negative", t.syncEvery)
-		}
-		cfg.SyncEveryRecords = t.syncEvery
-	}
-	if set("sync-interval") {
-		cfg.SyncInterval = t.syncInterval
-	}
-	if set("compression") {
-		cfg.Compression = t.compression
-		if t.compression == "default" {
-			cfg.Compression = ""
-		} else if t.compression != "" {
-			if _, err := parseCodec(t.compression); err != nil {
-				return cfg, err
-			}
-		}
-	}
-	if set("retention-age") {
-		cfg.RetentionAge = t.retentionAge
-	}
-	if set("retention-bytes") {
-		cfg.RetentionBytes = t.retentionBytes
-	}
-	if set("retention-consumed") {
-		cfg.RetentionConsumed = t.retentionConsumed
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"segment-age", cfg.SegmentAge}, {"sync-interval", cfg.SyncInterval}, {"retention-age", cfg.RetentionAge}} {
-		if d.v < 0 {
-			return cfg, fmt.Errorf("--%s %s is negative", d.name, formatDuration(d.v))
 		}
 	}
 	if err := cfg.Validate(); err != nil {
@@ -156,28 +145,25 @@ type configEntry struct {
 	Default string `json:"default"` // what applies when it is not set
 }
 
-// configEntries lists a topic's configuration, every setting with its
-// value (or "") and what applies without one: storage's defaults; for
-// sync and compression, those of the process that opens the topic.
+// writerDefaults says, beside storage's "the writer's", what seglog
+// produce writes with.
+var writerDefaults = map[string]string{"sync": "; seglog produce: never", "compression": "; seglog produce: none"}
+
+// configEntries lists a topic's configuration, every setting seglog
+// names with its value (or "") and what applies without one.
 func configEntries(cfg storage.TopicConfig) []configEntry {
-	opt := func(set bool, v string) string {
-		if set {
-			return v
+	var out []configEntry
+	for _, s := range storage.TopicSettings() {
+		if s.Name == "" {
+			continue
 		}
-		return ""
+		v, own := cfg.Get(s.Name)
+		if !own {
+			v = ""
+		}
+		out = append(out, configEntry{s.Name, v, s.Default + writerDefaults[s.Name]})
 	}
-	return []configEntry{
-		{"segment-bytes", opt(cfg.SegmentBytes > 0, formatSize(cfg.SegmentBytes)), formatSize(storage.DefaultSegmentBytes)},
-		{"segment-age", opt(cfg.SegmentAge > 0, formatDuration(cfg.SegmentAge)), "none"},
-		{"index-interval", opt(cfg.IndexIntervalBytes > 0, formatSize(int64(cfg.IndexIntervalBytes))), formatSize(segment.DefaultIndexIntervalBytes)},
-		{"sync", cfg.Sync, "the writer's; seglog produce: never"},
-		{"sync-every", opt(cfg.SyncEveryRecords > 0, strconv.Itoa(cfg.SyncEveryRecords)), strconv.Itoa(storage.DefaultSyncEveryN)},
-		{"sync-interval", opt(cfg.SyncInterval > 0, formatDuration(cfg.SyncInterval)), formatDuration(storage.DefaultSyncInterval)},
-		{"compression", cfg.Compression, "the writer's; seglog produce: none"},
-		{"retention-age", opt(cfg.RetentionAge > 0, formatDuration(cfg.RetentionAge)), "none"},
-		{"retention-bytes", opt(cfg.RetentionBytes > 0, formatSize(cfg.RetentionBytes)), "none"},
-		{"retention-consumed", opt(cfg.RetentionConsumed, "true"), "false"},
-	}
+	return out
 }
 
 // configSummary writes the settings a topic sets, "key=value ...", or

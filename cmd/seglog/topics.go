@@ -132,7 +132,7 @@ func topicsCreateCommand(e *env) *cobra.Command {
 			if err := storage.ValidateTopic(topic); err != nil {
 				return c.usageErr("%v", err)
 			}
-			cfg, err := tc.apply(c.cmd.Flags(), storage.TopicConfig{}, true)
+			cfg, err := tc.apply(c.cmd.Flags(), storage.TopicConfig{})
 			if err != nil {
 				return c.usageErr("%v", err)
 			}
@@ -192,7 +192,7 @@ func topicsAlterCommand(e *env) *cobra.Command {
 			if err != nil {
 				return c.fail("%v", err)
 			}
-			cfg, err := tc.apply(c.cmd.Flags(), old, false)
+			cfg, err := tc.apply(c.cmd.Flags(), old)
 			if err != nil {
 				return c.usageErr("%v", err)
 			}

@@ -1,4 +1,4 @@
-package main
+package segment
 
 import (
 	"bytes"
@@ -9,13 +9,77 @@ import (
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/seglog/seglog/segment"
-	"github.com/seglog/seglog/storage"
+	"unicode/utf8"
 )
 
-// inputJSON is one record of produce --format json: the object consume
-// --format json prints (partition and offset are ignored).
+// The JSON form of a record, one object per line: what seglog consume
+// --format json prints and produce --format json reads.
+//
+//	{"partition":0,"offset":5,"timestamp":1714564800000,"key":"k","value":"v","headers":[{"key":"h","value":"x"}]}
+//
+// Keys, values and header fields are JSON strings when they are valid
+// UTF-8, and base64 otherwise, which a "key_encoding" or
+// "value_encoding" of "base64" then says; nil is null.
+
+// jsonBytes encodes bytes as a JSON string when they are valid UTF-8 and
+// as base64 otherwise, which the *_encoding field then says; nil is null.
+func jsonBytes(b []byte) (*string, string) {
+	if b == nil {
+		return nil, ""
+	}
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, ""
+	}
+	s := base64.StdEncoding.EncodeToString(b)
+	return &s, "base64"
+}
+
+// HeaderJSON is a record header in the JSON form.
+type HeaderJSON struct {
+	Key           *string `json:"key"`
+	KeyEncoding   string  `json:"key_encoding,omitempty"`
+	Value         *string `json:"value"`
+	ValueEncoding string  `json:"value_encoding,omitempty"`
+}
+
+// RecordJSON is a record in the JSON form. Partition is for the caller
+// to set; ValueSize too, when it shows a value cut (Truncated).
+type RecordJSON struct {
+	Partition     *int32       `json:"partition,omitempty"`
+	Offset        int64        `json:"offset"`
+	Timestamp     int64        `json:"timestamp"`
+	Key           *string      `json:"key"`
+	KeyEncoding   string       `json:"key_encoding,omitempty"`
+	Value         *string      `json:"value"`
+	ValueEncoding string       `json:"value_encoding,omitempty"`
+	ValueSize     *int         `json:"value_size,omitempty"`
+	Truncated     bool         `json:"value_truncated,omitempty"`
+	Headers       []HeaderJSON `json:"headers"`
+}
+
+// NewRecordJSON returns r in the JSON form, its value cut to maxValue
+// bytes (Truncated) when maxValue is above 0.
+func NewRecordJSON(r *Record, maxValue int) RecordJSON {
+	out := RecordJSON{Offset: r.Offset, Timestamp: r.Timestamp, Headers: []HeaderJSON{}}
+	out.Key, out.KeyEncoding = jsonBytes(r.Key)
+	v := r.Value
+	if maxValue > 0 && len(v) > maxValue {
+		v = v[:maxValue]
+		out.Truncated = true
+	}
+	out.Value, out.ValueEncoding = jsonBytes(v)
+	for _, h := range r.Headers {
+		var hj HeaderJSON
+		hj.Key, hj.KeyEncoding = jsonBytes(h.Key)
+		hj.Value, hj.ValueEncoding = jsonBytes(h.Value)
+		out.Headers = append(out.Headers, hj)
+	}
+	return out
+}
+
+// inputJSON is the JSON form as DecodeRecordJSON reads it (partition
+// and offset are ignored).
 type inputJSON struct {
 	Key           json.RawMessage `json:"key"`
 	KeyEncoding   string          `json:"key_encoding"`
@@ -27,7 +91,7 @@ type inputJSON struct {
 	Offset        json.RawMessage `json:"offset"`
 }
 
-// decodeJSONRecord decodes one line of produce --format json:
+// DecodeRecordJSON decodes one record in the JSON form:
 //
 //	{"key": "k", "value": "v", "headers": [{"key": "h", "value": "x"}], "timestamp": 1714564800000}
 //
@@ -37,17 +101,17 @@ type inputJSON struct {
 // values; timestamp is milliseconds since the epoch or an RFC 3339 string
 // (absent, null or 0: the time of the append). Unknown fields are errors.
 // It never panics, whatever the line.
-func decodeJSONRecord(line []byte) (storage.Record, error) {
+func DecodeRecordJSON(line []byte) (Record, error) {
 	var in inputJSON
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		return storage.Record{}, fmt.Errorf("not a JSON record object: %v", jsonErr(err))
+		return Record{}, fmt.Errorf("not a JSON record object: %v", jsonErr(err))
 	}
 	if dec.More() {
-		return storage.Record{}, errors.New("more than one JSON value on the line")
+		return Record{}, errors.New("more than one JSON value on the line")
 	}
-	var r storage.Record
+	var r Record
 	var err error
 	if r.Key, err = jsonRawField("key", in.Key, in.KeyEncoding); err != nil {
 		return r, err
@@ -123,7 +187,7 @@ type headerJSONIn struct {
 	ValueEncoding string  `json:"value_encoding"`
 }
 
-func jsonHeaders(raw json.RawMessage) ([]segment.RecordHeader, error) {
+func jsonHeaders(raw json.RawMessage) ([]RecordHeader, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -138,9 +202,9 @@ func jsonHeaders(raw json.RawMessage) ([]segment.RecordHeader, error) {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		out := make([]segment.RecordHeader, 0, len(keys))
+		out := make([]RecordHeader, 0, len(keys))
 		for _, k := range keys {
-			h := segment.RecordHeader{Key: []byte(k)}
+			h := RecordHeader{Key: []byte(k)}
 			if v := m[k]; v != nil {
 				h.Value = []byte(*v)
 			}
@@ -154,7 +218,7 @@ func jsonHeaders(raw json.RawMessage) ([]segment.RecordHeader, error) {
 	if err := dec.Decode(&list); err != nil {
 		return nil, fmt.Errorf("headers: want a list of {\"key\",\"value\"} or an object of strings: %v", jsonErr(err))
 	}
-	out := make([]segment.RecordHeader, 0, len(list))
+	out := make([]RecordHeader, 0, len(list))
 	for i, h := range list {
 		k, err := jsonField(fmt.Sprintf("headers[%d].key", i), h.Key, h.KeyEncoding)
 		if err != nil {
@@ -167,7 +231,7 @@ func jsonHeaders(raw json.RawMessage) ([]segment.RecordHeader, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, segment.RecordHeader{Key: k, Value: v})
+		out = append(out, RecordHeader{Key: k, Value: v})
 	}
 	return out, nil
 }

@@ -321,6 +321,7 @@ func checkPartitionState(opts CheckOptions, dir string, detectLive bool) ([]Prob
 	if st.live != nil {
 		st.bases = liveBases(st.bases, *st.live)
 	}
+	vanished := 0 // leading segments the writer's retention deleted meanwhile
 	for i, base := range st.bases {
 		last := i == len(st.bases)-1
 		path := filepath.Join(dir, segment.FileName(base, segment.LogSuffix))
@@ -344,8 +345,12 @@ func checkPartitionState(opts CheckOptions, dir string, detectLive bool) ([]Prob
 				st.stats.Records += int64(h.RecordCount)
 			})
 		}
-		if err != nil && st.live != nil && i == 0 && !last && errors.Is(err, os.ErrNotExist) && deletedByWriter(fsys, dir, st.bases[1]) {
-			st.ends = append(st.ends, logScan{next: st.bases[1]})
+		// Retention deletes from the front, so the writer may remove one
+		// or several leading segments while the check reads: each is
+		// passed over if every segment before it went too.
+		if err != nil && st.live != nil && i == vanished && !last && errors.Is(err, os.ErrNotExist) && deletedByWriter(fsys, dir, st.bases[i+1]) {
+			st.ends = append(st.ends, logScan{next: st.bases[i+1]})
+			vanished++
 			continue
 		}
 		if err != nil {

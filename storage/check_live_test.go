@@ -2,15 +2,20 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
 )
 
 // TestCheckBesideAWriter: while a writer holds the partition, Check reads
@@ -97,4 +102,51 @@ func TestCheckRecordsDecodesEveryRecord(t *testing.T) {
 	assert.Equal(t, int64(1), p.From)
 	assert.Equal(t, int64(3), p.Upto)
 	assert.Contains(t, p.What, "reads of it fail")
+}
+
+// lstatHookFS runs hook before each Lstat: a test's way to act between
+// the steps of a Check.
+type lstatHookFS struct {
+	vfs.FS
+	hook func(name string)
+}
+
+func (f lstatHookFS) Lstat(name string) (os.FileInfo, error) {
+	f.hook(name)
+	return f.FS.Lstat(name)
+}
+
+// TestCheckPassesOverSegmentsRetentionDeletesMeanwhile: the writer's
+// retention deletes the two oldest segments after Check listed them and
+// before it reads them; Check passes over both (the log start moved past
+// them) and reports no problem.
+func TestCheckPassesOverSegmentsRetentionDeletesMeanwhile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	l := openFilled(t, dir, small(), 1000, 5)
+	waitRollFlushed(t, l)
+	segs := segmentsOf(t, l)
+	require.Greater(t, len(segs), 3)
+	var once sync.Once
+	fsys := lstatHookFS{FS: vfs.Default, hook: func(name string) {
+		if name != segs[0].Path {
+			return
+		}
+		once.Do(func() {
+			_, err := l.DeleteSegmentsBefore(segs[2].BaseOffset)
+			require.NoError(t, err)
+			for _, s := range segs[:2] {
+				require.Eventually(t, func() bool {
+					_, err := os.Lstat(s.Path)
+					return errors.Is(err, fs.ErrNotExist)
+				}, 10*time.Second, time.Millisecond, "retention removes %s", s.Path)
+			}
+		})
+	}}
+	rep, err := Check(dir, CheckOptions{FS: fsys})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Problems)
+	require.Len(t, rep.Stats, 1)
+	assert.Equal(t, int64(len(segs)-2), rep.Stats[0].Segments)
+	assert.Equal(t, l.EndOffset(), rep.Stats[0].End)
+	require.NoError(t, l.Close())
 }

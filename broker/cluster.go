@@ -29,7 +29,7 @@ import (
 
 const (
 	metaFile          = "meta.properties"
-	partitionMetaFile = "partition.metadata"
+	partitionMetaFile = storage.KafkaPartitionMetadataFile
 	metaFileLimit     = 4 << 10
 	// producerIDBlock is how many producer ids one durable write of
 	// meta.properties hands out.

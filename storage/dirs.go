@@ -73,6 +73,9 @@ func classifyPartitionFile(name string, mode fs.FileMode) (fileKind, int64) {
 	if off, ok := segment.ParseFileName(name, snapshotSuffix); ok {
 		return fileProducerSnapshot, off
 	}
+	if othersTemp(name) {
+		return fileOther, 0
+	}
 	if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
 		return fileLeftover, 0
 	}

@@ -31,6 +31,7 @@ func TestClassifyPartitionFile(t *testing.T) {
 		{".clean-shutdown", 0, fileCleanShutdown, 0},
 		{"topic-config", 0, fileTopicConfig, 0},
 		{"recovery-point.tmp", 0, fileLeftover, 0},
+		{"partition.metadata.12-3.tmp", 0, fileOther, 0},
 		{"00000000000000000042.log.deleted", 0, fileLeftover, 0},
 		{"42.log", 0, fileRefused, 0},
 		{"00000000000000000042.log", fs.ModeSymlink, fileRefused, 42},

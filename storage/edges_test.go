@@ -141,11 +141,13 @@ func TestUnusableFilesAreQuarantined(t *testing.T) {
 		file        func(end int64) string
 		content     []byte
 		quarantined bool
+		left        bool // stays where it is, untouched
 	}{
-		{"garbage segment after the last", func(end int64) string { return segment.FileName(end+100, segment.LogSuffix) }, []byte("garbage, not a batch, but a file someone cares about"), true},
-		{"orphan index", func(end int64) string { return segment.FileName(end+100, segment.IndexSuffix) }, make([]byte, 16), true},
-		{"foreign temporary file", func(int64) string { return "notes.tmp" }, []byte("an operator's notes"), true},
-		{"the engine's own temporary file", func(int64) string { return recoveryPointFile + ".123-4.tmp" }, []byte("x"), false},
+		{"garbage segment after the last", func(end int64) string { return segment.FileName(end+100, segment.LogSuffix) }, []byte("garbage, not a batch, but a file someone cares about"), true, false},
+		{"orphan index", func(end int64) string { return segment.FileName(end+100, segment.IndexSuffix) }, make([]byte, 16), true, false},
+		{"foreign temporary file", func(int64) string { return "notes.tmp" }, []byte("an operator's notes"), true, false},
+		{"the engine's own temporary file", func(int64) string { return recoveryPointFile + ".123-4.tmp" }, []byte("x"), false, false},
+		{"Kafka's partition.metadata being replaced by its writer", func(int64) string { return KafkaPartitionMetadataFile + ".123-4.tmp" }, []byte("version: 0\n"), false, true},
 	}
 	for _, tc := range cases {
 		for _, clean := range []bool{true, false} {
@@ -166,6 +168,13 @@ func TestUnusableFilesAreQuarantined(t *testing.T) {
 				_, err := l.Append(Record{Value: []byte("after")})
 				require.NoError(t, err)
 				assert.Equal(t, end+1, l.EndOffset())
+				if tc.left {
+					got, err := os.ReadFile(filepath.Join(dir, name))
+					require.NoError(t, err, "left in place")
+					assert.Equal(t, tc.content, got)
+					assert.Empty(t, l.OpenStats().Quarantined)
+					return
+				}
 				assert.NoFileExists(t, filepath.Join(dir, name))
 				qpath := filepath.Join(dir, QuarantineDir, name)
 				if !tc.quarantined {

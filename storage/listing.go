@@ -63,6 +63,9 @@ func listPartitionDir(fsys vfs.FS, dir string, snapshots []int64) (dirListing, e
 			ls.snapshots = append(ls.snapshots, base)
 			return nil
 		}
+		if othersTemp(name) {
+			return nil // its writer may be replacing the file right now
+		}
 		if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") {
 			o := orphan{name: strings.Clone(name)}
 			if !ownLeftover(name) {
@@ -121,6 +124,21 @@ func segmentSuffix(name string) string {
 		}
 	}
 	return ""
+}
+
+// KafkaPartitionMetadataFile is Kafka's file of a partition's topic id,
+// which a Kafka broker (and seglog serve) keeps in the partition
+// directory. The log neither reads nor touches it.
+const KafkaPartitionMetadataFile = "partition.metadata"
+
+// othersTemp reports whether name is the temporary file of a file another
+// layer keeps in a partition directory (KafkaPartitionMetadataFile,
+// replaced with vfs.WriteFileAtomic): a log opening in the same process
+// as that writer leaves it alone, because the writer may be between its
+// write and its rename.
+func othersTemp(name string) bool {
+	rest, ok := strings.CutSuffix(name, vfs.TempSuffix)
+	return ok && strings.HasPrefix(rest, KafkaPartitionMetadataFile+".")
 }
 
 // ownLeftover reports whether name is a leftover of the engine's own

@@ -184,7 +184,7 @@ func TestServeRunsTheRetentionCleaner(t *testing.T) {
 	ct.Topics = []kmsg.CreateTopicsRequestTopic{rt}
 	ctResp, err := ct.RequestWith(reqCtx, cl)
 	require.NoError(t, err)
-	require.Zero(t, ctResp.Topics[0].ErrorCode, "%v", ctResp.Topics[0].ErrorMessage)
+	require.Zero(t, ctResp.Topics[0].ErrorCode, "%v %s", ctResp.Topics[0].ErrorMessage, stderr.String())
 	for range 4 {
 		b, err := segment.AppendBatch(nil, []segment.Record{{Value: make([]byte, 2000), Timestamp: time.Now().UnixMilli()}}, segment.EncodeOptions{})
 		require.NoError(t, err)

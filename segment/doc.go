@@ -126,12 +126,13 @@
 // fdatasyncs of the appends written over them flush data alone, without
 // a journal commit for a new file size or new extents. For a writer that
 // leaves the writeback to the OS, or fsyncs large amounts (zeros would
-// double its writes): blocks reserved with fallocate(2) 4 MiB past its
-// data, again once the data comes within 2 MiB of their end, so that an
-// append allocates no blocks and sets no new size (where fallocate
-// fails, appends go past the end); an active segment thus holds up to
-// 4 MiB of disk more than its data, which sizes and retention do not
-// count. Its file size is therefore not its
+// double its writes): blocks reserved with fallocate(2) past its data,
+// as far as the segment holds data (at least 256 KiB, at most 4 MiB),
+// again once the data comes within half of that of their end, so that
+// an append allocates no blocks and sets no new size (where fallocate
+// fails, appends go past the end); an active segment thus holds at most
+// its data's size, 256 KiB at least and 4 MiB at most, of disk more than
+// its data, which sizes and retention do not count. Its file size is therefore not its
 // data's end: past the last batch lie zeros (reserved blocks read as
 // zeros). A zeroed header is never
 // a batch (version 0), so every scan ends at a zero tail, a zeroed header

@@ -36,10 +36,10 @@ func copySegmentFiles(t testing.TB, src, dst string, base int64) {
 
 // A segment never synced while active (a writer that leaves the
 // writeback to the OS) reserves its blocks with fallocate: the first
-// append reserves a chunk past its batch, which reads as zeros, and the
+// append reserves fallocMin past its batch, which reads as zeros, and the
 // appends within it do not extend the file. The first Sync turns the
 // zeros on: the next append writes a chunk of zeros past its batch,
-// inside the reserved part.
+// through the reserved part and on past it.
 func TestAppendPreallocatesOnceSynced(t *testing.T) {
 	dir := t.TempDir()
 	s := createT(t, dir, 0)
@@ -48,17 +48,17 @@ func TestAppendPreallocatesOnceSynced(t *testing.T) {
 	appendN(t, s, 9, 3, 100)
 	size, err := s.Size()
 	require.NoError(t, err)
-	assert.Equal(t, first+fallocChunk, fileSize(t, s.LogPath()), "not synced: blocks reserved past the first batch")
+	assert.Equal(t, first+fallocMin, fileSize(t, s.LogPath()), "not synced: blocks reserved past the first batch")
 	assert.Zero(t, s.zeroed, "not synced: no zeros written")
-	requireZeros(t, s.LogPath(), size, first+fallocChunk-size)
-	requireReserved(t, s.LogPath(), first+fallocChunk)
+	requireZeros(t, s.LogPath(), size, first+fallocMin-size)
+	requireReserved(t, s.LogPath(), first+fallocMin)
 
 	require.NoError(t, s.Sync())
 	appendN(t, s, 1, 3, 100)
 	size, err = s.Size()
 	require.NoError(t, err)
 	assert.Equal(t, size+int64(preallocChunk), s.zeroed, "synced: zeros a chunk past the batch")
-	assert.Equal(t, first+fallocChunk, fileSize(t, s.LogPath()), "the zeros lie inside the reserved part")
+	assert.Equal(t, max(first+fallocMin, size+int64(preallocChunk)), fileSize(t, s.LogPath()), "the zeros fill the reserved part and go on past it")
 	require.NoError(t, s.Seal())
 	assert.Equal(t, size, fileSize(t, s.LogPath()), "sealed: exactly the data")
 }
@@ -72,29 +72,35 @@ func requireReserved(t *testing.T, path string, n int64) {
 	require.GreaterOrEqual(t, st.Blocks*512, n, "blocks reserved")
 }
 
-// The appends of a writer that does not sync reserve the next chunk once
-// they come within half a chunk of the end of the reserved part, so that
-// they never extend the file; a batch larger than that is written past
-// the end with a chunk reserved after it.
+// The appends of a writer that does not sync reserve the next part once
+// they come within half of it of the end of the reserved part, so that
+// they never extend the file; the part reserved grows with the segment's
+// data, from fallocMin to fallocChunk, and never exceeds it. A batch
+// larger than that is written past the end with a part reserved after it.
 func TestAppendFallocatesAhead(t *testing.T) {
 	dir := t.TempDir()
 	s := createT(t, dir, 0)
 	defer s.Close()
-	batch := appendN(t, s, 1, 1, 60<<10)[0]
-	reserved := int64(len(batch)) + fallocChunk
-	for {
+	reservations := 0
+	for range 200 { // 12 MiB in 60 KiB batches
+		before := fileSize(t, s.LogPath())
+		appendN(t, s, 1, 1, 60<<10)
 		size, err := s.Size()
 		require.NoError(t, err)
-		if size+int64(len(batch)) > reserved-fallocChunk/2 {
-			break
+		after := fileSize(t, s.LogPath())
+		if size > before-fallocAhead(size)/2 {
+			reservations++
+			require.Equal(t, size+fallocAhead(size), after, "reserved ahead at %d", size)
+		} else {
+			require.Equal(t, before, after, "within the reserved part at %d", size)
 		}
-		appendN(t, s, 1, 1, 60<<10)
-		require.Equal(t, reserved, fileSize(t, s.LogPath()), "within the reserved part")
+		require.LessOrEqual(t, after-size, max(size, int64(fallocMin)), "the reserve is bounded by the data")
+		requireReserved(t, s.LogPath(), after)
 	}
-	appendN(t, s, 1, 1, 60<<10)
+	assert.Less(t, reservations, 20, "one reservation per half part, not per append")
 	size, err := s.Size()
 	require.NoError(t, err)
-	assert.Equal(t, size+fallocChunk, fileSize(t, s.LogPath()), "the next chunk, reserved ahead")
+	assert.GreaterOrEqual(t, fileSize(t, s.LogPath())-size, int64(fallocChunk/2), "full chunks once the segment holds more than one")
 
 	appendN(t, s, 1, 1, 3*fallocChunk/2)
 	size, err = s.Size()
@@ -160,7 +166,7 @@ func TestCrashWithReservedTailRecovers(t *testing.T) {
 	batches := appendN(t, s, 30, 3, 100)
 	size, err := s.Size()
 	require.NoError(t, err)
-	require.Greater(t, fileSize(t, s.LogPath()), size+fallocChunk/2, "a reserved tail to crash with")
+	require.Greater(t, fileSize(t, s.LogPath()), size+fallocMin/2, "a reserved tail to crash with")
 
 	// The crash: the active .log as it is, with its reserved tail (not a
 	// copy, which would write the zeros).
@@ -219,7 +225,7 @@ func TestAppendPreallocates(t *testing.T) {
 	size, err = s.Size()
 	require.NoError(t, err)
 	assert.Equal(t, first+int64(preallocChunk), s.zeroed, "not synced since the last chunk: no zeros")
-	assert.Equal(t, size+fallocChunk, fileSize(t, s.LogPath()), "reserved past the batch")
+	assert.Equal(t, size+fallocAhead(size), fileSize(t, s.LogPath()), "reserved past the batch")
 
 	// That Sync covered more than maxPreallocSyncGap; after a small one
 	// the large batch gets a chunk after it.
@@ -248,7 +254,7 @@ func TestLargeSyncsDoNotPreallocate(t *testing.T) {
 		size, err := s.Size()
 		require.NoError(t, err)
 		assert.Zero(t, s.zeroed, "large syncs: no zeros")
-		assert.Greater(t, fileSize(t, s.LogPath()), size+fallocChunk/2, "large syncs: reserved blocks")
+		assert.Greater(t, fileSize(t, s.LogPath()), size+fallocAhead(size)/2, "large syncs: reserved blocks")
 		require.NoError(t, s.Sync())
 	}
 	// Small syncs turn the zeros on again.
@@ -454,7 +460,7 @@ func TestFailedPreallocationFallsBack(t *testing.T) {
 	size, err := s.Size()
 	require.NoError(t, err)
 	assert.Zero(t, s.zeroed, "no zeros after the failure")
-	assert.Greater(t, fileSize(t, s.LogPath()), size+fallocChunk/2, "the appends passed the zero tail and reserve blocks")
+	assert.Greater(t, fileSize(t, s.LogPath()), size+fallocAhead(size)/2, "the appends passed the zero tail and reserve blocks")
 	assert.Equal(t, batches, readAllBatches(t, s))
 	require.NoError(t, s.Close())
 	assert.Equal(t, size, fileSize(t, s.LogPath()), "closed: exact")

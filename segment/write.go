@@ -64,7 +64,7 @@ func (s *Segment) Append(batch []byte, h Header) (pos int64, err error) {
 	}
 	if end := pos + int64(len(batch)); end > s.zeroed && s.preallocDue() {
 		s.preallocate(end)
-	} else if end > s.zeroed && end > s.allocated-fallocChunk/2 {
+	} else if end > s.zeroed && end > s.allocated-fallocAhead(end)/2 {
 		s.fallocate(end)
 	}
 	s.size.Store(pos + int64(len(batch)))
@@ -180,14 +180,25 @@ func (s *Segment) preallocLimit(target int64) int64 {
 	return min(target, MaxSegmentBytes)
 }
 
-// fallocChunk is how far past the data fallocate reserves the .log;
-// the next reservation comes when the data is within half of it of the
-// reserved part's end, so that an append of up to half a chunk never
-// extends the file.
-const fallocChunk = 4 << 20
+// fallocChunk is the most fallocate reserves past the .log's data, and
+// fallocMin the least.
+const (
+	fallocChunk = 4 << 20
+	fallocMin   = 256 << 10
+)
+
+// fallocAhead is how far past end, the data's end, fallocate reserves:
+// as much as the segment holds, at least fallocMin and at most
+// fallocChunk, so that the disk a segment reserves beyond its data is
+// bounded by its data (a store of many partitions written little
+// reserves little) and a segment written fast gets a full chunk. The next
+// reservation comes when the data is within half of it of the reserved
+// part's end, so that an append of up to half of it never extends the
+// file.
+func fallocAhead(end int64) int64 { return min(max(end, fallocMin), fallocChunk) }
 
 // fallocate reserves the .log's blocks with fallocate(2) up to
-// fallocChunk past end, where an append just ended (not past the roll
+// fallocAhead(end) past end, where an append just ended (not past the roll
 // size): for the appends past the zeros preallocate wrote, those of a
 // writer that does not fsync small appends. On ext4 a pwrite into
 // reserved (unwritten) blocks costs 20-28% less than one that extends
@@ -205,7 +216,7 @@ func (s *Segment) fallocate(end int64) {
 		return
 	}
 	from := max(s.allocated, end)
-	target := s.preallocLimit(end + fallocChunk)
+	target := s.preallocLimit(end + fallocAhead(end))
 	if target <= from {
 		return
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -198,7 +200,7 @@ func consumeCommand(e *env) *cobra.Command {
 	f.StringVar(&group, "group", "", "consumer group: start from its committed offsets and commit as records are printed")
 	f.BoolVar(&commitFirst, "commit-first", false, "with --group, commit before printing (at most once) instead of after (at least once)")
 	f.Int64Var(&maxN, "max", 0, "stop after this many records (0: no limit)")
-	f.BoolVar(&follow, "follow", false, "at the end of the log, wait for new records until interrupted")
+	f.BoolVar(&follow, "follow", false, "at the end of the log, wait for new records until interrupted (and for the topic, if it does not exist yet)")
 	f.StringVar(&format, "format", "text", "text, json, or a FORMAT string like '%p %o %k=%v\\n' (see above)")
 	f.BoolVar(&printKey, "print-key", false, "text format: print the key and --key-separator before the value")
 	f.BoolVar(&printTS, "print-timestamp", false, "text format: print the timestamp (ms since the epoch) and --key-separator first")
@@ -214,9 +216,16 @@ func runConsume(c *cli, dir, topic string, partition int, from consumer.Position
 	e := c.e
 	// Read-only: consume changes nothing in the logs and takes no lock,
 	// so it can follow a log that a producer process is writing.
+	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	store, code := openStoreReadOnly(c, dir)
 	if store == nil {
 		return code
+	}
+	if follow {
+		if store, code = awaitTopic(ctx, c, store, dir, topic); store == nil {
+			return code
+		}
 	}
 	defer store.Close()
 	n, code, ok := topicPartitions(c, store, dir, topic)
@@ -237,8 +246,6 @@ func runConsume(c *cli, dir, topic string, partition int, from consumer.Position
 	if addr := cs.Broker(); addr != "" {
 		fmt.Fprintf(e.stderr, "%s: group %s joins through the broker at %s\n", c.name, group, addr)
 	}
-	ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	w := bufio.NewWriterSize(e.stdout, 64<<10)
 	defer w.Flush()
 	var printed int64
@@ -358,4 +365,38 @@ func appendHeaders(b []byte, hs []segment.RecordHeader) []byte {
 		b = append(b, h.Value...)
 	}
 	return b
+}
+
+// topicPoll is how often consume --follow looks for a topic that does not
+// exist yet.
+const topicPoll = 250 * time.Millisecond
+
+// awaitTopic returns a read-only store of dir that holds topic: store
+// itself when it does, else, after saying once that it waits, a store
+// opened again every topicPoll until the topic exists (a producer or a
+// broker creates it) or ctx ends (then nil and exitOK, as an interrupted
+// follow). A reader's store lists the topics when it opens, so seeing a
+// new one takes a new store.
+func awaitTopic(ctx context.Context, c *cli, store *storage.Store, dir, topic string) (*storage.Store, int) {
+	if _, err := store.Partitions(topic); !errors.Is(err, storage.ErrUnknownTopic) {
+		return store, exitOK
+	}
+	c.warn("topic %s does not exist in %s yet: waiting for it", topic, dir)
+	t := time.NewTicker(topicPoll)
+	defer t.Stop()
+	for {
+		_ = store.Close()
+		select {
+		case <-ctx.Done():
+			return nil, exitOK
+		case <-t.C:
+		}
+		var code int
+		if store, code = openStoreReadOnly(c, dir); store == nil {
+			return nil, code
+		}
+		if _, err := store.Partitions(topic); !errors.Is(err, storage.ErrUnknownTopic) {
+			return store, exitOK
+		}
+	}
 }

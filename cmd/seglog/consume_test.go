@@ -173,3 +173,33 @@ func TestConsumeFollowFailureIsReported(t *testing.T) {
 	assert.Contains(t, f.stderr.String(), "seglog consume: t-")
 	assert.Contains(t, f.stderr.String(), ": waiting for records: ")
 }
+
+// TestConsumeFollowWaitsForATopicToBeCreated: consume --follow of a topic
+// that does not exist yet says once that it waits, then delivers what a
+// producer appends once it creates the topic; without --follow the same
+// topic is an error.
+func TestConsumeFollowWaitsForATopicToBeCreated(t *testing.T) {
+	root := t.TempDir()
+	r := seglog(t, "", "topics", "create", "--dir", root, "--topic", "other")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = seglog(t, "", "consume", "--dir", root, "--topic", "later")
+	assert.Equal(t, exitFailure, r.code)
+	assert.Contains(t, r.stderr, "topic later does not exist")
+
+	f := startFollower(t, "--dir", root, "--topic", "later")
+	require.Eventually(t, func() bool { return strings.Contains(f.stderr.String(), "waiting for it") }, 30*time.Second, time.Millisecond)
+	r = seglog(t, "", "topics", "create", "--dir", root, "--topic", "later", "--partitions", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = seglog(t, "first\n", "produce", "--dir", root, "--topic", "later", "--partition", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "first", f.next())
+	f.cancel()
+	assert.Equal(t, 0, f.exit(), f.stderr.String())
+	assert.Equal(t, 1, strings.Count(f.stderr.String(), "waiting for it"), f.stderr.String())
+
+	// Interrupted while it waits: it exits as an interrupted follow does.
+	f = startFollower(t, "--dir", root, "--topic", "never")
+	require.Eventually(t, func() bool { return strings.Contains(f.stderr.String(), "waiting for it") }, 30*time.Second, time.Millisecond)
+	f.cancel()
+	assert.Equal(t, 0, f.exit(), f.stderr.String())
+}

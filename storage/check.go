@@ -183,9 +183,10 @@ const maxIndexCheckBytes = 1 << 30
 // (OpenFollower): up to the last whole batch the follower sees, and
 // the tail being written after it is not judged (Report.Writing says so);
 // nor are the writer's own leftovers (the temporary file of a checkpoint
-// it is writing), nor a segment its retention deletes during the check
-// (the follower's rule: the writer advances the log start offset before
-// it deletes). An error is returned only when a directory cannot be read.
+// it is writing), nor a segment retention deletes during the check, by
+// this writer or one that opened the partition after the check began (the
+// follower's rule: a writer advances the log start offset before it
+// deletes). An error is returned only when a directory cannot be read.
 func Check(dir string, opts CheckOptions) (Report, error) {
 	opts = opts.withDefaults()
 	rep := Report{Dir: dir}
@@ -313,105 +314,134 @@ func checkPartitionState(opts CheckOptions, dir string, detectLive bool) ([]Prob
 	if st.haveRP {
 		durable = st.rp
 	}
-	noteDamage := func(i int) {
-		if st.damaged < 0 {
-			st.damaged = i
-		}
-	}
 	if st.live != nil {
 		st.bases = liveBases(st.bases, *st.live)
 	}
-	vanished := 0 // leading segments the writer's retention deleted meanwhile
-	for i, base := range st.bases {
-		last := i == len(st.bases)-1
-		path := filepath.Join(dir, segment.FileName(base, segment.LogSuffix))
-		empty := false
-		if fi, err := fsys.Lstat(path); err == nil && fi.Size() == 0 {
-			empty = true // never appended to: no index file needed yet
-		}
-		chk, idxProbs := loadIndexes(fsys, dir, base, empty)
-		stopAt := int64(-1)
-		if st.live != nil && last {
-			stopAt = st.live.end
-		}
-		var sc logScan
-		var err error
-		if stopAt >= 0 && stopAt <= base {
-			sc = logScan{next: base} // the writer's tail holds no whole batch yet
-		} else {
-			sc, err = scanLogEach(fsys, dir, base, stopAt, opts.Limits, func(pos int64, h segment.Header) {
-				chk.Batch(pos, h.IndexOffset(), h.MaxTimestamp)
-				st.stats.Batches++
-				st.stats.Records += int64(h.RecordCount)
-			})
-		}
-		// Retention deletes from the front, so the writer may remove one
-		// or several leading segments while the check reads: each is
-		// passed over if every segment before it went too.
-		if err != nil && st.live != nil && i == vanished && !last && errors.Is(err, os.ErrNotExist) && deletedByWriter(fsys, dir, st.bases[i+1]) {
+	for i := range st.bases {
+		seg, err := checkSegment(opts, dir, &st, i, durable)
+		// Retention deletes from the front: a segment a writer removes
+		// while the check reads it (its .log, an index or the records
+		// vanish) is passed over, with whatever its partial read found,
+		// once the log start offset has passed it. The follower keeps the
+		// same rule: the writer advances the start first. The writer may
+		// have opened the partition after the check began (Repair holds
+		// the lock: no writer there).
+		if detectLive && i < len(st.bases)-1 && (err != nil || len(seg.probs) > 0) && deletedByWriter(fsys, dir, st.bases[i+1]) {
 			st.ends = append(st.ends, logScan{next: st.bases[i+1]})
-			vanished++
 			continue
 		}
 		if err != nil {
-			return nil, st, fmt.Errorf("storage: check %s: %w", path, err)
+			return nil, st, err
 		}
-		if opts.Records && sc.end > 0 {
-			if p, err := checkRecords(fsys, path, base, sc.end, opts.Limits); err != nil {
-				return nil, st, fmt.Errorf("storage: check %s: %w", path, err)
-			} else if p != nil {
-				noteDamage(i)
-				add(*p)
-			}
+		for _, p := range seg.probs {
+			add(p)
 		}
-		st.ends = append(st.ends, sc)
+		if seg.damaged && st.damaged < 0 {
+			st.damaged = i
+		}
+		st.ends = append(st.ends, seg.scan)
 		st.stats.Segments++
-		st.stats.Bytes += sc.end
-		st.stats.End = sc.next
-		if sc.damage != nil {
-			below := sc.next < durable
-			switch {
-			case below:
-				noteDamage(i)
-				add(Problem{Kind: ProblemDamage, File: path, Pos: sc.damage.Pos, From: sc.next, Upto: -1, What: fmt.Sprintf("%v; below the recovery point %d: reads there fail, and an open that rescans it refuses writes until a repair", sc.damage.Err, durable), Severity: SeverityError})
-			case last:
-				add(Problem{Kind: ProblemTornTail, File: path, Pos: sc.damage.Pos, From: sc.next, Upto: -1, What: fmt.Sprintf("%v; past the recovery point: the next open cuts these %d bytes", sc.damage.Err, sc.size-sc.damage.Pos), Severity: SeverityWarning, OpenRepairs: true})
-			default:
-				add(Problem{Kind: ProblemDamage, File: path, Pos: sc.damage.Pos, From: sc.next, Upto: -1, What: fmt.Sprintf("%v; past the recovery point: the next open cuts the log here, moving the later segments into %s", sc.damage.Err, QuarantineDir), Severity: SeverityError, OpenRepairs: true})
-			}
-		}
-		switch {
-		case !last && sc.damage == nil && sc.next < st.bases[i+1]:
-			p := Problem{Kind: ProblemHole, File: path, Pos: sc.end, From: sc.next, Upto: st.bases[i+1], What: fmt.Sprintf("offsets %d to %d are missing: the segment ends at %d, the next begins at %d", sc.next, st.bases[i+1]-1, sc.next, st.bases[i+1]), Severity: SeverityError}
-			if st.bases[i+1] > durable {
-				p.What += fmt.Sprintf("; past the recovery point: the next open cuts the log here, moving the later segments into %s", QuarantineDir)
-				p.OpenRepairs = true
-			} else {
-				noteDamage(i)
-			}
-			add(p)
-		case !last && sc.next > st.bases[i+1]:
-			noteDamage(i)
-			add(Problem{Kind: ProblemDamage, File: path, Pos: sc.end, From: st.bases[i+1], Upto: sc.next, What: fmt.Sprintf("overlaps the next segment, which begins at %d", st.bases[i+1]), Severity: SeverityError})
-		case last && sc.damage == nil && sc.next < durable:
-			noteDamage(i)
-			add(Problem{Kind: ProblemHole, File: path, Pos: sc.end, From: sc.next, Upto: durable, What: fmt.Sprintf("the data ends at offset %d, below the recovery point %d: flushed records are missing", sc.next, durable), Severity: SeverityError})
-		}
-		// The indexes.
-		if last && (!st.clean || st.live != nil) || sc.damage != nil {
-			// Entries past the damage (or past a torn tail) cannot be
-			// checked: the damage is the problem.
-			chk.DropPastEnd(sc.end, sc.next)
-		}
-		for _, ip := range append(idxProbs, chk.Finish(sc.end)...) {
-			p := Problem{Kind: ProblemIndex, File: path, Pos: -1, From: -1, Upto: -1, What: ip, Severity: SeverityError}
-			if last {
-				p.What += "; the next unclean open rebuilds it"
-			}
-			add(p)
-		}
+		st.stats.Batches += seg.batches
+		st.stats.Records += seg.records
+		st.stats.Bytes += seg.scan.end
+		st.stats.End = seg.scan.next
 	}
 	return probs, st, nil
+}
+
+// segmentCheck is what checking one segment found.
+type segmentCheck struct {
+	scan             logScan
+	probs            []Problem
+	damaged          bool // damage or a hole the open does not repair
+	batches, records int64
+}
+
+// checkSegment checks the i-th segment of st.bases: its batches as
+// recovery scans them, its records (opts.Records), how it meets the next
+// segment, and its indexes. durable is the recovery point (0: none).
+func checkSegment(opts CheckOptions, dir string, st *partitionState, i int, durable int64) (segmentCheck, error) {
+	fsys := opts.FS
+	var res segmentCheck
+	add := func(p Problem) { p.Partition = dir; res.probs = append(res.probs, p) }
+	base := st.bases[i]
+	last := i == len(st.bases)-1
+	path := filepath.Join(dir, segment.FileName(base, segment.LogSuffix))
+	empty := false
+	if fi, err := fsys.Lstat(path); err == nil && fi.Size() == 0 {
+		empty = true // never appended to: no index file needed yet
+	}
+	chk, idxProbs := loadIndexes(fsys, dir, base, empty)
+	stopAt := int64(-1)
+	if st.live != nil && last {
+		stopAt = st.live.end
+	}
+	sc := logScan{next: base} // the writer's tail holds no whole batch yet
+	if stopAt < 0 || stopAt > base {
+		var err error
+		sc, err = scanLogEach(fsys, dir, base, stopAt, opts.Limits, func(pos int64, h segment.Header) {
+			chk.Batch(pos, h.IndexOffset(), h.MaxTimestamp)
+			res.batches++
+			res.records += int64(h.RecordCount)
+		})
+		if err != nil {
+			return res, fmt.Errorf("storage: check %s: %w", path, err)
+		}
+	}
+	res.scan = sc
+	if opts.Records && sc.end > 0 {
+		p, err := checkRecords(fsys, path, base, sc.end, opts.Limits)
+		if err != nil {
+			return res, fmt.Errorf("storage: check %s: %w", path, err)
+		}
+		if p != nil {
+			res.damaged = true
+			add(*p)
+		}
+	}
+	if sc.damage != nil {
+		switch {
+		case sc.next < durable:
+			res.damaged = true
+			add(Problem{Kind: ProblemDamage, File: path, Pos: sc.damage.Pos, From: sc.next, Upto: -1, What: fmt.Sprintf("%v; below the recovery point %d: reads there fail, and an open that rescans it refuses writes until a repair", sc.damage.Err, durable), Severity: SeverityError})
+		case last:
+			add(Problem{Kind: ProblemTornTail, File: path, Pos: sc.damage.Pos, From: sc.next, Upto: -1, What: fmt.Sprintf("%v; past the recovery point: the next open cuts these %d bytes", sc.damage.Err, sc.size-sc.damage.Pos), Severity: SeverityWarning, OpenRepairs: true})
+		default:
+			add(Problem{Kind: ProblemDamage, File: path, Pos: sc.damage.Pos, From: sc.next, Upto: -1, What: fmt.Sprintf("%v; past the recovery point: the next open cuts the log here, moving the later segments into %s", sc.damage.Err, QuarantineDir), Severity: SeverityError, OpenRepairs: true})
+		}
+	}
+	switch {
+	case !last && sc.damage == nil && sc.next < st.bases[i+1]:
+		next := st.bases[i+1]
+		p := Problem{Kind: ProblemHole, File: path, Pos: sc.end, From: sc.next, Upto: next, What: fmt.Sprintf("offsets %d to %d are missing: the segment ends at %d, the next begins at %d", sc.next, next-1, sc.next, next), Severity: SeverityError}
+		if next > durable {
+			p.What += fmt.Sprintf("; past the recovery point: the next open cuts the log here, moving the later segments into %s", QuarantineDir)
+			p.OpenRepairs = true
+		} else {
+			res.damaged = true
+		}
+		add(p)
+	case !last && sc.next > st.bases[i+1]:
+		res.damaged = true
+		add(Problem{Kind: ProblemDamage, File: path, Pos: sc.end, From: st.bases[i+1], Upto: sc.next, What: fmt.Sprintf("overlaps the next segment, which begins at %d", st.bases[i+1]), Severity: SeverityError})
+	case last && sc.damage == nil && sc.next < durable:
+		res.damaged = true
+		add(Problem{Kind: ProblemHole, File: path, Pos: sc.end, From: sc.next, Upto: durable, What: fmt.Sprintf("the data ends at offset %d, below the recovery point %d: flushed records are missing", sc.next, durable), Severity: SeverityError})
+	}
+	// The indexes.
+	if last && (!st.clean || st.live != nil) || sc.damage != nil {
+		// Entries past the damage (or past a torn tail) cannot be
+		// checked: the damage is the problem.
+		chk.DropPastEnd(sc.end, sc.next)
+	}
+	for _, ip := range append(idxProbs, chk.Finish(sc.end)...) {
+		p := Problem{Kind: ProblemIndex, File: path, Pos: -1, From: -1, Upto: -1, What: ip, Severity: SeverityError}
+		if last {
+			p.What += "; the next unclean open rebuilds it"
+		}
+		add(p)
+	}
+	return res, nil
 }
 
 // loadIndexes reads the indexes of the segment at base into an

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -104,49 +103,72 @@ func TestCheckRecordsDecodesEveryRecord(t *testing.T) {
 	assert.Contains(t, p.What, "reads of it fail")
 }
 
-// lstatHookFS runs hook before each Lstat: a test's way to act between
-// the steps of a Check.
-type lstatHookFS struct {
-	vfs.FS
-	hook func(name string)
-}
-
-func (f lstatHookFS) Lstat(name string) (os.FileInfo, error) {
-	f.hook(name)
-	return f.FS.Lstat(name)
-}
-
 // TestCheckPassesOverSegmentsRetentionDeletesMeanwhile: the writer's
-// retention deletes the two oldest segments after Check listed them and
-// before it reads them; Check passes over both (the log start moved past
-// them) and reports no problem.
+// retention deletes the two oldest segments at some step of the Check
+// after it listed them; Check passes over what it could not finish
+// reading (the log start moved past it) and reports no problem.
 func TestCheckPassesOverSegmentsRetentionDeletesMeanwhile(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "t-0")
-	l := openFilled(t, dir, small(), 1000, 5)
-	waitRollFlushed(t, l)
-	segs := segmentsOf(t, l)
-	require.Greater(t, len(segs), 3)
-	var once sync.Once
-	fsys := lstatHookFS{FS: vfs.Default, hook: func(name string) {
-		if name != segs[0].Path {
-			return
-		}
-		once.Do(func() {
-			_, err := l.DeleteSegmentsBefore(segs[2].BaseOffset)
-			require.NoError(t, err)
-			for _, s := range segs[:2] {
-				require.Eventually(t, func() bool {
-					_, err := os.Lstat(s.Path)
-					return errors.Is(err, fs.ErrNotExist)
-				}, 10*time.Second, time.Millisecond, "retention removes %s", s.Path)
+	cases := []struct {
+		name string
+		// when the deletion happens: before the nth (from 1) op on the
+		// file of segment seg with the suffix.
+		op, suffix string
+		seg, nth   int
+		records    bool
+		// writerLate: no writer holds the partition when Check begins;
+		// one opens it at the deletion.
+		writerLate bool
+		// checked is how many of the two deleted segments Check read
+		// whole before they went.
+		checked int
+	}{
+		{name: "before the first is read", op: "lstat", suffix: segment.LogSuffix, seg: 0, nth: 1},
+		{name: "between its indexes and its log", op: "open", suffix: segment.LogSuffix, seg: 0, nth: 1},
+		{name: "after the first is read", op: "lstat", suffix: segment.LogSuffix, seg: 1, nth: 1, checked: 1},
+		{name: "while its records are checked", op: "open", suffix: segment.LogSuffix, seg: 0, nth: 2, records: true},
+		{name: "while its index is read", op: "open", suffix: segment.TimeIndexSuffix, seg: 1, nth: 1, checked: 1},
+		{name: "by a writer that opened after the check began", op: "lstat", suffix: segment.LogSuffix, seg: 1, nth: 1, writerLate: true, checked: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "t-0")
+			l := openFilled(t, dir, small(), 1000, 5)
+			waitRollFlushed(t, l)
+			segs := segmentsOf(t, l)
+			require.Greater(t, len(segs), 3)
+			target := filepath.Join(dir, segment.FileName(segs[tc.seg].BaseOffset, tc.suffix))
+			end := l.EndOffset()
+			if tc.writerLate {
+				require.NoError(t, l.Close())
 			}
+			seen := 0
+			fsys := &hookFS{FS: vfs.Default, hook: func(op, name string) error {
+				if op != tc.op || name != target {
+					return nil
+				}
+				if seen++; seen != tc.nth {
+					return nil
+				}
+				if tc.writerLate {
+					l = openLog(t, dir, small())
+				}
+				_, err := l.DeleteSegmentsBefore(segs[2].BaseOffset)
+				require.NoError(t, err)
+				for _, s := range segs[:2] {
+					require.Eventually(t, func() bool {
+						_, err := os.Lstat(s.Path)
+						return errors.Is(err, fs.ErrNotExist)
+					}, 10*time.Second, time.Millisecond, "retention removes %s", s.Path)
+				}
+				return nil
+			}}
+			rep, err := Check(dir, CheckOptions{FS: fsys, Records: tc.records})
+			require.NoError(t, err)
+			require.Equal(t, tc.nth, seen, "the deletion ran")
+			assert.Empty(t, rep.Problems)
+			require.Len(t, rep.Stats, 1)
+			assert.Equal(t, int64(len(segs)-2+tc.checked), rep.Stats[0].Segments)
+			assert.Equal(t, end, rep.Stats[0].End)
 		})
-	}}
-	rep, err := Check(dir, CheckOptions{FS: fsys})
-	require.NoError(t, err)
-	assert.Empty(t, rep.Problems)
-	require.Len(t, rep.Stats, 1)
-	assert.Equal(t, int64(len(segs)-2), rep.Stats[0].Segments)
-	assert.Equal(t, l.EndOffset(), rep.Stats[0].End)
-	require.NoError(t, l.Close())
+	}
 }

@@ -16,8 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// hookFS calls hook before a file's Datasync or Truncate and before an
-// OpenFile that creates; a non-nil error from hook is returned instead.
+// hookFS calls hook before a file's Datasync or Truncate, before an
+// OpenFile (op "create" when it creates, else "open") and before an Lstat;
+// a non-nil error from hook is returned instead.
 type hookFS struct {
 	vfs.FS
 	mu   sync.Mutex
@@ -41,16 +42,25 @@ func (h *hookFS) setHook(fn func(op, name string) error) {
 }
 
 func (h *hookFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	op := "open"
 	if flag&os.O_CREATE != 0 {
-		if err := h.call("create", name); err != nil {
-			return nil, &os.PathError{Op: "open", Path: name, Err: err}
-		}
+		op = "create"
+	}
+	if err := h.call(op, name); err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	f, err := h.FS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
 	return &hookFile{File: f, fs: h}, nil
+}
+
+func (h *hookFS) Lstat(name string) (os.FileInfo, error) {
+	if err := h.call("lstat", name); err != nil {
+		return nil, &os.PathError{Op: "lstat", Path: name, Err: err}
+	}
+	return h.FS.Lstat(name)
 }
 
 type hookFile struct {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"embed"
 	"errors"
 	"fmt"
 	"os"
@@ -23,14 +24,13 @@ type cli struct {
 
 // command builds a cobra command whose run reports its own errors and
 // returns an exit code. Flags are added to the returned command's Flags()
-// by the caller, bound to variables that run reads.
-func command(e *env, use, short, long, example string, run func(c *cli, args []string) int) *cobra.Command {
+// by the caller, bound to variables that run reads. Its description and
+// examples are its help file (attachHelp).
+func command(e *env, use, short string, run func(c *cli, args []string) int) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     use,
-		Short:   short,
-		Long:    strings.TrimSpace(long),
-		Example: indent(strings.TrimSpace(example), "  "),
-		Args:    cobra.ArbitraryArgs,
+		Use:   use,
+		Short: short,
+		Args:  cobra.ArbitraryArgs,
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		c := &cli{name: cmd.CommandPath(), cmd: cmd, e: e}
@@ -41,6 +41,49 @@ func command(e *env, use, short, long, example string, run func(c *cli, args []s
 	}
 	cmd.Flags().SortFlags = false
 	return cmd
+}
+
+// helpFiles holds each command's help: help/seglog.txt for the root,
+// help/queue-put.txt for seglog queue put. A file is the description, a
+// line "Examples:", then one example per line; {workloads} is replaced
+// by the benchmark workloads.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// attachHelp sets the description and examples of root and of every
+// command below it from their help files. cobra's own commands (help,
+// completion) keep theirs.
+func attachHelp(root *cobra.Command) error {
+	vars := strings.NewReplacer("{workloads}", strings.Join(benchGroups(), ", "))
+	var walk func(c *cobra.Command) error
+	walk = func(c *cobra.Command) error {
+		for _, sub := range c.Commands() {
+			if err := walk(sub); err != nil {
+				return err
+			}
+		}
+		path := strings.Fields(c.CommandPath())
+		if len(path) > 1 && (path[1] == "help" || path[1] == "completion") {
+			return nil
+		}
+		if len(path) > 1 {
+			path = path[1:]
+		}
+		name := "help/" + strings.Join(path, "-") + ".txt"
+		b, err := helpFiles.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("the help of %s: %w", c.CommandPath(), err)
+		}
+		long, example, ok := strings.Cut(vars.Replace(string(b)), "\nExamples:\n")
+		if !ok {
+			return fmt.Errorf("%s has no line \"Examples:\"", name)
+		}
+		c.Long = strings.TrimSpace(long)
+		c.Example = indent(strings.TrimSpace(example), "  ")
+		return nil
+	}
+	return walk(root)
 }
 
 func indent(s, prefix string) string {
@@ -99,6 +142,22 @@ func (c *cli) required(pos []string, unexpected string, flags ...string) (code i
 		}
 	}
 	return exitOK, false
+}
+
+// dirArg returns the one data directory given as an argument or with
+// --dir (dirFlag), checked to exist; else it reports and returns the exit
+// code.
+func (c *cli) dirArg(dirFlag string, pos []string) (string, int) {
+	if dirFlag != "" {
+		pos = append([]string{dirFlag}, pos...)
+	}
+	if len(pos) != 1 {
+		return "", c.usageErr("want one DIR (or --dir DIR), got %d", len(pos))
+	}
+	if err := requireDir(pos[0]); err != nil {
+		return "", c.fail("%v", err)
+	}
+	return pos[0], exitOK
 }
 
 // requireDir checks that a data directory given with --dir exists, so that

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -312,6 +314,34 @@ func TestTopics(t *testing.T) {
 	assert.Contains(t, r.stderr, "topic a does not exist")
 	r = seglog(t, "", "topics", "create", "--dir", root, "--topic", "../x", "--partitions", "1")
 	assert.Equal(t, 2, r.code)
+}
+
+// TestEveryCommandHasItsHelpFile: each help file names a command, and
+// each command shows its own description and examples.
+func TestEveryCommandHasItsHelpFile(t *testing.T) {
+	root := newRoot(&env{})
+	files, err := fs.Glob(helpFiles, "help/*.txt")
+	require.NoError(t, err)
+	var want []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := strings.Fields(c.CommandPath())
+		if len(path) > 1 && (path[1] == "help" || path[1] == "completion") {
+			return
+		}
+		if len(path) > 1 {
+			path = path[1:]
+		}
+		want = append(want, "help/"+strings.Join(path, "-")+".txt")
+		assert.NotEmpty(t, c.Long, c.CommandPath())
+		assert.Contains(t, c.Example, "  seglog", c.CommandPath())
+		assert.NotContains(t, c.Long, "{workloads}", c.CommandPath())
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	assert.ElementsMatch(t, want, files)
 }
 
 func TestHelpAndUsage(t *testing.T) {

@@ -19,72 +19,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-const consumeDesc = `
-Print the records of a topic: all partitions in order (partition 0 first),
-or only --partition P. Without --follow it stops at the end of the log.
-It reads the logs read-only, without taking the data directory's lock, so
-it works beside a producer or broker that writes them. Any number of
-consumers may run at once, of different groups or of one group on
-different partitions: they share the offset store.
-
-The processes of one --group reading all partitions split them. While
-seglog serve serves Kafka on the directory, each joins the group through
-the broker, as a Kafka consumer of the group (with any Kafka clients of
-it); without --follow it stops once the broker has had nothing new for it
-for 2 s. Without a broker, each takes leases (flocks under
-DIR/consumer-leases) on its share, and the others take over the
-partitions of one that exits or is killed, from the group's committed
-offsets, within a quarter of a second.
-
-Where to start, per partition (--from):
-  earliest     the log start (default)
-  latest       the log end: only records appended from now on
-  OFFSET       an offset, e.g. 1234
-  -N           the last N records of each partition, e.g. -10
-  -DURATION    records from that long ago on, e.g. -1h, -30m, -7d
-  TIME         the first record at or after a time: RFC 3339
-               (2024-05-01T12:00:00Z), a local time (2024-05-01T14:00:00)
-               or milliseconds since the epoch after "ms:" (ms:1714564800000)
-With --group G, a partition where G has a committed offset starts there
-(--from applies only to partitions without a commit), and the starting
-position of every partition without a commit is committed first, so that
-the group holds its place (--from latest then means "from when I first
-ran"). After each chunk of records is printed and flushed, the next offset
-is committed (at least once: a crash may print a record again);
---commit-first commits before printing (at most once: a crash may skip
-records). A committed offset below the log start (retention deleted those
-records) is reported on stderr and reset to the start; one past the end
-is reset to the end.
-
-Output (--format):
-  text     the value, then --delimiter (default a newline; '\0' for NUL).
-           --print-timestamp, --print-headers and --print-key put the
-           timestamp (ms since the epoch), the headers (k=v,k=v) and the
-           key before it, each followed by --key-separator (default a tab;
-           giving --key-separator alone implies --print-key). A null key
-           prints as nothing. This is the input format of seglog produce.
-  json     one object per line: {"partition","offset","timestamp","key",
-           "value","headers"}; key and value are JSON strings when they are
-           valid UTF-8, else base64 with "key_encoding"/"value_encoding":
-           "base64"; null is null; headers is a list of {"key","value"}.
-           seglog produce --format json reads it back.
-  FORMAT   any string with kcat's -f tokens, written as is for each record
-           (end it with \n): %t topic, %p partition, %o offset, %T timestamp
-           (ms), %k key, %K key length (-1: null), %v or %s value (kcat
-           calls it %s), %S value length (-1: null), %h headers (k=v,k=v),
-           %% a percent sign; \n \t \r \0 \\ are escapes.
-
---follow waits for new records until Ctrl-C or SIGTERM, then exits 0,
-also on partitions that held no record when it started. If following
-fails (the topic is deleted meanwhile), it says so and exits 1.`
-
-const consumeExample = `
-seglog consume --dir /var/lib/seglog --topic events --format json --max 10
-seglog consume --dir /var/lib/seglog --topic events --from -1h --print-key --print-timestamp
-seglog consume --dir /var/lib/seglog --topic events --group audit --from latest --follow
-seglog consume --dir /var/lib/seglog --topic events --format '%p/%o %k=%v\n' --from -5
-seglog consume --dir /var/lib/seglog --topic events --delimiter '\0' | xargs -0 -n1 handle`
-
 // outputFormat is how consume prints a record.
 type outputFormat struct {
 	json              bool
@@ -149,49 +83,48 @@ func consumeCommand(e *env) *cobra.Command {
 	var partition int
 	var commitFirst, follow, printKey, printTS, printHeaders bool
 	var maxN int64
-	cmd := command(e, "consume", "print records of a topic, optionally as a consumer group", consumeDesc, consumeExample,
-		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "topic", topic); bad {
-				return code
-			}
-			out := outputFormat{printKey: printKey || c.isSet("key-separator"), printTS: printTS, printHeaders: printHeaders, topic: topic}
-			var err error
-			if out.sep, err = unescape(keySep); err != nil {
-				return c.usageErr("--key-separator %v", err)
-			}
-			if out.delim, err = unescape(delim); err != nil {
-				return c.usageErr("--delimiter %v", err)
-			}
-			switch {
-			case format == "json":
-				out.json = true
-			case format == "text":
-			case strings.Contains(format, "%"):
-				if out.tokens, err = parseFormat(format); err != nil {
-					return c.usageErr("%v", err)
-				}
-			default:
-				return c.usageErr("--format %q: want text, json, or a FORMAT string with %% tokens (see --help)", format)
-			}
-			switch {
-			case maxN < 0:
-				return c.usageErr("--max %d is negative", maxN)
-			case commitFirst && group == "":
-				return c.usageErr("--commit-first needs --group")
-			case partition < -1:
-				return c.usageErr("--partition %d: want a partition number", partition)
-			case (out.json || out.tokens != nil) && (out.printKey || printTS || printHeaders || c.isSet("delimiter")):
-				return c.usageErr("--print-key, --print-timestamp, --print-headers, --key-separator and --delimiter go with --format text")
-			}
-			if err := storage.ValidateTopic(topic); err != nil {
+	cmd := command(e, "consume", "print records of a topic, optionally as a consumer group", func(c *cli, pos []string) int {
+		if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "topic", topic); bad {
+			return code
+		}
+		out := outputFormat{printKey: printKey || c.isSet("key-separator"), printTS: printTS, printHeaders: printHeaders, topic: topic}
+		var err error
+		if out.sep, err = unescape(keySep); err != nil {
+			return c.usageErr("--key-separator %v", err)
+		}
+		if out.delim, err = unescape(delim); err != nil {
+			return c.usageErr("--delimiter %v", err)
+		}
+		switch {
+		case format == "json":
+			out.json = true
+		case format == "text":
+		case strings.Contains(format, "%"):
+			if out.tokens, err = parseFormat(format); err != nil {
 				return c.usageErr("%v", err)
 			}
-			from, err := parseFrom(fromStr, time.Now())
-			if err != nil {
-				return c.usageErr("%v", err)
-			}
-			return runConsume(c, dir, topic, partition, from, group, commitFirst, maxN, follow, out)
-		})
+		default:
+			return c.usageErr("--format %q: want text, json, or a FORMAT string with %% tokens (see --help)", format)
+		}
+		switch {
+		case maxN < 0:
+			return c.usageErr("--max %d is negative", maxN)
+		case commitFirst && group == "":
+			return c.usageErr("--commit-first needs --group")
+		case partition < -1:
+			return c.usageErr("--partition %d: want a partition number", partition)
+		case (out.json || out.tokens != nil) && (out.printKey || printTS || printHeaders || c.isSet("delimiter")):
+			return c.usageErr("--print-key, --print-timestamp, --print-headers, --key-separator and --delimiter go with --format text")
+		}
+		if err := storage.ValidateTopic(topic); err != nil {
+			return c.usageErr("%v", err)
+		}
+		from, err := parseFrom(fromStr, time.Now())
+		if err != nil {
+			return c.usageErr("%v", err)
+		}
+		return runConsume(c, dir, topic, partition, from, group, commitFirst, maxN, follow, out)
+	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required)")
 	f.StringVar(&topic, "topic", "", "topic (required)")

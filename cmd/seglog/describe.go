@@ -17,30 +17,6 @@ import (
 	"github.com/seglog/seglog/storage"
 )
 
-const describeDesc = `
-Describe a topic, read-only (also beside a running producer or broker):
-its configuration (each setting, or the default that applies), and per
-partition the log start and end offsets, the high watermark (the
-replicated offset that a broker sets; a log that no broker replicates
-keeps it at its start), the recovery point (offsets below it are known
-fsynced: a crash loses none of them),
-the segments (base offset, records, size, the first batch's timestamp and
-the newest record's timestamp, in UTC), and per consumer group reading the
-topic its committed offset and lag (log end - committed; "-" when the
-group has not committed on the partition, which then counts the whole
-log).
-
---json prints one JSON document: {"topic", "partitions", "config": [{"name",
-"value", "default"}], "partition_info": [{"partition", "start_offset",
-"end_offset", "high_watermark", "recovery_point", "segments": [{"base_offset",
-"next_offset", "records", "bytes", "first_timestamp", "max_timestamp",
-"active"}], "groups": [{"group", "committed", "lag"}]}]}; timestamps are
-ms since the epoch, -1 for none; null where there is no value.`
-
-const describeExample = `
-seglog describe --dir /var/lib/seglog --topic orders
-seglog describe --dir /var/lib/seglog --topic orders --partition 3 --json | jq '.partition_info[0].groups'`
-
 type describeSegment struct {
 	BaseOffset     int64 `json:"base_offset"`
 	NextOffset     int64 `json:"next_offset"`
@@ -74,62 +50,61 @@ func describeCommand(e *env) *cobra.Command {
 	var dir, topic string
 	var partition int
 	var asJSON bool
-	cmd := command(e, "describe", "show a topic's configuration, partitions, segments and consumer groups (read-only)", describeDesc, describeExample,
-		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "topic", topic); bad {
-				return code
-			}
-			if partition < -1 {
-				return c.usageErr("--partition %d: want a partition number", partition)
-			}
-			if err := storage.ValidateTopic(topic); err != nil {
-				return c.usageErr("%v", err)
-			}
-			store, code := openStoreReadOnly(c, dir)
-			if store == nil {
-				return code
-			}
-			defer store.Close()
-			n, code, ok := topicPartitions(c, store, dir, topic)
-			if !ok {
-				return code
-			}
-			parts, code, ok := partitionsOf(c, topic, n, partition)
-			if !ok {
-				return code
-			}
-			cfg, err := store.TopicConfig(topic)
+	cmd := command(e, "describe", "show a topic's configuration, partitions, segments and consumer groups (read-only)", func(c *cli, pos []string) int {
+		if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "topic", topic); bad {
+			return code
+		}
+		if partition < -1 {
+			return c.usageErr("--partition %d: want a partition number", partition)
+		}
+		if err := storage.ValidateTopic(topic); err != nil {
+			return c.usageErr("%v", err)
+		}
+		store, code := openStoreReadOnly(c, dir)
+		if store == nil {
+			return code
+		}
+		defer store.Close()
+		n, code, ok := topicPartitions(c, store, dir, topic)
+		if !ok {
+			return code
+		}
+		parts, code, ok := partitionsOf(c, topic, n, partition)
+		if !ok {
+			return code
+		}
+		cfg, err := store.TopicConfig(topic)
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		ost, closeOst, err := readOffsets(dir)
+		if err != nil && !errors.Is(err, errNoOffsetStore) {
+			return c.fail("%v", err)
+		}
+		if closeOst != nil {
+			defer closeOst()
+		}
+		d := describeTopic{Topic: topic, Partitions: n, Config: configEntries(cfg)}
+		for _, p := range parts {
+			dp, err := describePart(store, ost, topic, p)
 			if err != nil {
-				return c.fail("%v", err)
+				return c.fail("%s: %v", storage.PartitionDir(topic, p), err)
 			}
-			ost, closeOst, err := readOffsets(dir)
-			if err != nil && !errors.Is(err, errNoOffsetStore) {
-				return c.fail("%v", err)
-			}
-			if closeOst != nil {
-				defer closeOst()
-			}
-			d := describeTopic{Topic: topic, Partitions: n, Config: configEntries(cfg)}
-			for _, p := range parts {
-				dp, err := describePart(store, ost, topic, p)
-				if err != nil {
-					return c.fail("%s: %v", storage.PartitionDir(topic, p), err)
-				}
-				d.Info = append(d.Info, dp)
-			}
-			w := bufio.NewWriter(e.stdout)
-			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				_ = enc.Encode(d)
-			} else {
-				writeDescribe(w, &d)
-			}
-			if err := w.Flush(); err != nil {
-				return c.fail("write output: %v", err)
-			}
-			return exitOK
-		})
+			d.Info = append(d.Info, dp)
+		}
+		w := bufio.NewWriter(e.stdout)
+		if asJSON {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			_ = enc.Encode(d)
+		} else {
+			writeDescribe(w, &d)
+		}
+		if err := w.Flush(); err != nil {
+			return c.fail("write output: %v", err)
+		}
+		return exitOK
+	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required)")
 	f.StringVar(&topic, "topic", "", "topic (required)")

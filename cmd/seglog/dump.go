@@ -18,46 +18,6 @@ import (
 	"github.com/seglog/seglog/storage"
 )
 
-const dumpDesc = `
-Print what is in segment files, read-only: the FILEs named, or with --dir
-every .log of a partition directory (--dir DATA/orders-0), or with --topic
-of a topic's partitions in a data directory (--dir DATA --topic orders
-[--partition 0]), in offset order.
-  .log        what kafka-dump-log.sh --print-data-log prints: one line per
-              batch (base and last offset, count, producer fields, leader
-              epoch, transactional, control, position, timestamp type and
-              max timestamp, size, magic, codec, CRC and whether it is
-              valid); --records adds one line per record (offset,
-              timestamp, key and value sizes, sequence, header keys, then
-              a control record's marker, or key and payload). Keys and
-              payloads print as text when they are printable UTF-8, else
-              Go-quoted so that binary bytes are escaped; --max-value-bytes
-              cuts them. Batches of seglog's version-1 format print the same
-              way, with magic 1 (their checksum is an xxhash64).
-  .index      one line per offset-index entry (offset, file position)
-  .timeindex  one line per time-index entry (timestamp, offset)
-Unused (all-zero) entries of a preallocated active index are counted, not
-printed. A damaged file is dumped up to the damage, which is reported on
-stderr with the file and byte position; the exit code is then 1. Every
-byte is decoded by the segment package's own scanner and decoders.
-
---verify-index prints, for each .log, what storage.Check (seglog verify)
-finds wrong with its .index and .timeindex. In a partition a running
-writer holds (a broker, seglog produce), dump reads up to the last whole
-batch a read-only follower sees there and says once, on stderr, that the
-tail being written is not judged.
-
---json prints one JSON object per line instead, with a "type" field:
-"batch", "record", "offset_index_entry", "time_index_entry", "index_check",
-"note" or "error". Keys and values are JSON strings when they are valid UTF-8, else
-base64 with "key_encoding"/"value_encoding": "base64"; null is null.`
-
-const dumpExample = `
-seglog dump data/orders-0/00000000000000000000.log
-seglog dump --records --max-value-bytes 64 data/orders-0/00000000000000368769.log
-seglog dump --dir data --topic orders --partition 0 --verify-index
-seglog dump --verify-index --json data/orders-0/*.log | jq 'select(.type=="error")'`
-
 type dumpOptions struct {
 	records     bool
 	maxValue    int
@@ -69,42 +29,41 @@ func dumpCommand(e *env) *cobra.Command {
 	var o dumpOptions
 	var dir, topic string
 	var partition int
-	cmd := command(e, "dump [flags] FILE...", "print the batches, records or entries of .log, .index and .timeindex files (read-only)", dumpDesc, dumpExample,
-		func(c *cli, files []string) int {
-			if dir == "" && len(files) == 0 {
-				return c.usageErr("no FILE given (or --dir)")
+	cmd := command(e, "dump [flags] FILE...", "print the batches, records or entries of .log, .index and .timeindex files (read-only)", func(c *cli, files []string) int {
+		if dir == "" && len(files) == 0 {
+			return c.usageErr("no FILE given (or --dir)")
+		}
+		if dir == "" && (topic != "" || partition >= 0) {
+			return c.usageErr("--topic and --partition need --dir")
+		}
+		if o.maxValue < 0 {
+			return c.usageErr("--max-value-bytes %d is negative", o.maxValue)
+		}
+		for _, f := range files {
+			if !strings.HasSuffix(f, segment.LogSuffix) && !strings.HasSuffix(f, segment.IndexSuffix) && !strings.HasSuffix(f, segment.TimeIndexSuffix) {
+				return c.usageErr("%s: not a .log, .index or .timeindex file", f)
 			}
-			if dir == "" && (topic != "" || partition >= 0) {
-				return c.usageErr("--topic and --partition need --dir")
+		}
+		if dir != "" {
+			more, code := dumpDirFiles(c, dir, topic, partition)
+			if code != exitOK {
+				return code
 			}
-			if o.maxValue < 0 {
-				return c.usageErr("--max-value-bytes %d is negative", o.maxValue)
-			}
-			for _, f := range files {
-				if !strings.HasSuffix(f, segment.LogSuffix) && !strings.HasSuffix(f, segment.IndexSuffix) && !strings.HasSuffix(f, segment.TimeIndexSuffix) {
-					return c.usageErr("%s: not a .log, .index or .timeindex file", f)
-				}
-			}
-			if dir != "" {
-				more, code := dumpDirFiles(c, dir, topic, partition)
-				if code != exitOK {
-					return code
-				}
-				files = append(more, files...)
-			}
-			w := bufio.NewWriterSize(e.stdout, 256<<10)
-			d := &dumper{w: w, stderr: e.stderr, o: o, name: c.name}
-			for _, f := range files {
-				d.file(f)
-			}
-			if err := w.Flush(); err != nil {
-				return c.fail("write output: %v", err)
-			}
-			if d.problems > 0 {
-				return exitFailure
-			}
-			return exitOK
-		})
+			files = append(more, files...)
+		}
+		w := bufio.NewWriterSize(e.stdout, 256<<10)
+		d := &dumper{w: w, stderr: e.stderr, o: o, name: c.name}
+		for _, f := range files {
+			d.file(f)
+		}
+		if err := w.Flush(); err != nil {
+			return c.fail("write output: %v", err)
+		}
+		if d.problems > 0 {
+			return exitFailure
+		}
+		return exitOK
+	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "dump every .log of a partition directory, or of --topic's partitions in a data directory")
 	f.StringVar(&topic, "topic", "", "with --dir DATA: the topic whose segments to dump")

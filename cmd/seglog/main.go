@@ -113,32 +113,11 @@ func runEnv(e *env, args []string) (code int) {
 	return exitUsage
 }
 
-const rootLong = `seglog inspects and operates a seglog data directory:
-  <dir>/<topic>-<partition>/   partition logs (segments, indexes, checkpoints)
-  <dir>/offsets/               consumer-group offsets
-
-Sizes are written 1GiB, 64MiB, 512KiB, 1MB or a number of bytes; durations
-500ms, 90m, 1h30m or 7d, in every command.
-
-Listing commands (topics, describe, offsets, dump, verify) change nothing
-on disk and work beside a running producer or broker.
-
-Exit codes: 0 success, 1 a failure was found (corruption, lag over a
-threshold, an unreadable file), 2 bad usage.`
-
-const rootExample = `  seglog topics create --dir /var/lib/seglog --topic orders --partitions 4 --retention-age 7d
-  seglog produce --dir /var/lib/seglog --topic orders --key-separator : < orders.txt
-  seglog consume --dir /var/lib/seglog --topic orders --group billing --from -1h
-  seglog describe --dir /var/lib/seglog --topic orders
-  seglog verify /var/lib/seglog`
-
 // newRoot builds the command tree for one run in e.
 func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "seglog",
 		Short:         "operate a seglog data directory",
-		Long:          rootLong,
-		Example:       rootExample,
 		Version:       versionString(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -193,6 +172,10 @@ func newRoot(e *env) *cobra.Command {
 		case "help":
 			c.Short = "show the help of seglog or of a command"
 		}
+	}
+	if err := attachHelp(root); err != nil {
+		// The help files are compiled in: every test builds this tree.
+		panic(err)
 	}
 	return root
 }

@@ -14,72 +14,53 @@ import (
 	"github.com/spf13/cobra"
 )
 
-const offsetsDesc = `
-Show each consumer group's committed offset, the log start and end, and the
-lag (log end - committed offset) per partition of every topic the group
-reads, read-only (also beside running consumers and producers). A
-partition the group reads but has not committed on shows "-" as its
-committed offset; its lag is then everything in the log (log end - log
-start), since such a group holds the whole partition for retention.
---max-lag N exits 1 when any lag exceeds N (for monitoring scripts).
-
-  seglog offsets reset  --dir DIR --group G (--topic T [--partition P] | --all-topics) --to-earliest|--to-latest|... [--execute]
-  seglog offsets delete --dir DIR --group G [--topic T]`
-
-const offsetsExample = `
-seglog offsets --dir /var/lib/seglog
-seglog offsets --dir /var/lib/seglog --group audit --json
-seglog offsets --dir /var/lib/seglog --max-lag 100000 || alert "consumers are behind"
-seglog offsets reset --dir /var/lib/seglog --group audit --topic events --to-datetime 2024-05-01T12:00:00Z --execute`
-
 func offsetsCommand(e *env) *cobra.Command {
 	var dir, group string
 	var asJSON bool
 	var maxLag int64
-	cmd := command(e, "offsets", "show consumer-group offsets and lag; reset or delete a group's offsets", offsetsDesc, offsetsExample,
-		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unknown subcommand %q: want reset or delete", "dir", dir); bad {
-				return code
-			}
-			if maxLag < -1 {
-				return c.usageErr("--max-lag %d is negative", maxLag)
-			}
-			if err := requireDir(dir); err != nil {
-				return c.fail("%v", err)
-			}
-			ost, closeOst, err := readOffsets(dir)
-			if errors.Is(err, errNoOffsetStore) {
-				if group != "" {
-					return c.fail("group %s does not exist: %s has %v", group, dir, err)
-				}
-				c.warn("no consumer groups: %s has %v", dir, err)
-				return exitOK
-			}
-			if err != nil {
-				return c.fail("%v", err)
-			}
-			defer closeOst()
-			store, code := openStoreReadOnly(c, dir)
-			if store == nil {
-				return code
-			}
-			defer store.Close()
-			groups := ost.Groups()
+	cmd := command(e, "offsets", "show consumer-group offsets and lag; reset or delete a group's offsets", func(c *cli, pos []string) int {
+		if code, bad := c.required(pos, "unknown subcommand %q: want reset or delete", "dir", dir); bad {
+			return code
+		}
+		if maxLag < -1 {
+			return c.usageErr("--max-lag %d is negative", maxLag)
+		}
+		if err := requireDir(dir); err != nil {
+			return c.fail("%v", err)
+		}
+		ost, closeOst, err := readOffsets(dir)
+		if errors.Is(err, errNoOffsetStore) {
 			if group != "" {
-				if !slices.Contains(groups, group) {
-					return c.fail("group %s does not exist (groups: %v)", group, groups)
-				}
-				groups = []string{group}
+				return c.fail("group %s does not exist: %s has %v", group, dir, err)
 			}
-			rows, err := consumer.Lags(store, ost, groups)
-			if err != nil {
-				return c.fail("%v", err)
+			c.warn("no consumer groups: %s has %v", dir, err)
+			return exitOK
+		}
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		defer closeOst()
+		store, code := openStoreReadOnly(c, dir)
+		if store == nil {
+			return code
+		}
+		defer store.Close()
+		groups := ost.Groups()
+		if group != "" {
+			if !slices.Contains(groups, group) {
+				return c.fail("group %s does not exist (groups: %v)", group, groups)
 			}
-			if len(rows) == 0 {
-				c.warn("no consumer group reads a topic of %s", dir)
-			}
-			return printLag(c, e.stdout, rows, asJSON, maxLag)
-		})
+			groups = []string{group}
+		}
+		rows, err := consumer.Lags(store, ost, groups)
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		if len(rows) == 0 {
+			c.warn("no consumer group reads a topic of %s", dir)
+		}
+		return printLag(c, e.stdout, rows, asJSON, maxLag)
+	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required)")
 	f.StringVar(&group, "group", "", "show only this group")

@@ -16,33 +16,6 @@ import (
 	"github.com/seglog/seglog/storage"
 )
 
-const resetDesc = `
-Set a consumer group's committed offsets, as kafka-consumer-groups
---reset-offsets does: a dry run by default, which prints the plan and
-changes nothing; --execute applies it (one atomic, durable commit).
-
-Which partitions: every partition of --topic (or only --partition P), or
-with --all-topics every partition of every topic the group reads.
-
-Where to, one of:
-  --to-earliest          the log start
-  --to-latest            the log end
-  --to-offset N          offset N
-  --to-datetime TIME     the first record at or after TIME (RFC 3339, a
-                         local time like 2024-05-01T14:00:00, or ms:MILLIS)
-  --by-duration D        the first record at or after D ago (1h, 7d)
-  --shift-by N           N records after the committed offset (negative:
-                         before); a partition without a commit shifts from
-                         the log start
-A target outside a partition's [log start, log end] is moved to the
-nearer end, and the plan says so. Stop the group's consumers first, as
-with Kafka: a running consumer commits over the reset.`
-
-const resetExample = `
-seglog offsets reset --dir /var/lib/seglog --group audit --topic events --to-earliest
-seglog offsets reset --dir /var/lib/seglog --group audit --topic events --partition 2 --to-offset 1500 --execute
-seglog offsets reset --dir /var/lib/seglog --group audit --all-topics --by-duration 1h --execute`
-
 // resetFlags are the offsets reset command's flags.
 type resetFlags struct {
 	dir, group, topic, toDatetime                    string
@@ -54,23 +27,22 @@ type resetFlags struct {
 
 func offsetsResetCommand(e *env) *cobra.Command {
 	var o resetFlags
-	cmd := command(e, "reset", "set a group's committed offsets (a dry run unless --execute)", resetDesc, resetExample,
-		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q", "dir", o.dir, "group", o.group); bad {
-				return code
-			}
-			if (o.topic == "") == !o.allTopics {
-				return c.usageErr("give --topic T or --all-topics")
-			}
-			if o.allTopics && o.partition >= 0 {
-				return c.usageErr("--partition needs --topic")
-			}
-			spec, code, ok := o.spec(c)
-			if !ok {
-				return code
-			}
-			return o.reset(e, c, spec)
-		})
+	cmd := command(e, "reset", "set a group's committed offsets (a dry run unless --execute)", func(c *cli, pos []string) int {
+		if code, bad := c.required(pos, "unexpected argument %q", "dir", o.dir, "group", o.group); bad {
+			return code
+		}
+		if (o.topic == "") == !o.allTopics {
+			return c.usageErr("give --topic T or --all-topics")
+		}
+		if o.allTopics && o.partition >= 0 {
+			return c.usageErr("--partition needs --topic")
+		}
+		spec, code, ok := o.spec(c)
+		if !ok {
+			return code
+		}
+		return o.reset(e, c, spec)
+	})
 	f := cmd.Flags()
 	f.StringVar(&o.dir, "dir", "", "data directory (required)")
 	f.StringVar(&o.group, "group", "", "consumer group (required)")
@@ -263,56 +235,47 @@ func planReset(c *cli, store *storage.Store, dir string, cur *offsets.Store, gro
 	return rows, exitOK, true
 }
 
-const deleteDesc = `
-Delete a consumer group's committed offsets: all of them and the group
-itself, or with --topic only those on that topic (and the group's
-interest in it, so that it no longer holds retention there). Like
-kafka-consumer-groups --delete and --delete-offsets; it applies at once.
-Stop the group's consumers first: a running consumer commits again.`
-
 func offsetsDeleteCommand(e *env) *cobra.Command {
 	var dir, group, topic string
-	cmd := command(e, "delete", "delete a group, or its offsets on one topic", deleteDesc,
-		"seglog offsets delete --dir /var/lib/seglog --group old-audit\nseglog offsets delete --dir /var/lib/seglog --group audit --topic retired",
-		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "group", group); bad {
-				return code
+	cmd := command(e, "delete", "delete a group, or its offsets on one topic", func(c *cli, pos []string) int {
+		if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "group", group); bad {
+			return code
+		}
+		if err := requireDir(dir); err != nil {
+			return c.fail("%v", err)
+		}
+		ost, err := openOffsetsIfAny(dir)
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		if ost == nil {
+			return c.fail("group %s does not exist: %s has %v", group, dir, errNoOffsetStore)
+		}
+		defer ost.Close()
+		if !slices.Contains(ost.Groups(), group) {
+			return c.fail("group %s does not exist (groups: %v)", group, ost.Groups())
+		}
+		if topic == "" {
+			err = ost.DeleteGroup(group)
+		} else {
+			if !slices.Contains(ost.Readers(topic), group) {
+				return c.fail("group %s has no offsets on topic %s", group, topic)
 			}
-			if err := requireDir(dir); err != nil {
-				return c.fail("%v", err)
-			}
-			ost, err := openOffsetsIfAny(dir)
-			if err != nil {
-				return c.fail("%v", err)
-			}
-			if ost == nil {
-				return c.fail("group %s does not exist: %s has %v", group, dir, errNoOffsetStore)
-			}
-			defer ost.Close()
-			if !slices.Contains(ost.Groups(), group) {
-				return c.fail("group %s does not exist (groups: %v)", group, ost.Groups())
-			}
-			if topic == "" {
-				err = ost.DeleteGroup(group)
-			} else {
-				if !slices.Contains(ost.Readers(topic), group) {
-					return c.fail("group %s has no offsets on topic %s", group, topic)
-				}
-				err = ost.Unsubscribe(group, topic)
-			}
-			if err == nil {
-				err = ost.Close()
-			}
-			if err != nil {
-				return c.fail("%v", err)
-			}
-			if topic == "" {
-				fmt.Fprintf(e.stdout, "group %s deleted\n", group)
-			} else {
-				fmt.Fprintf(e.stdout, "group %s: offsets on topic %s deleted\n", group, topic)
-			}
-			return exitOK
-		})
+			err = ost.Unsubscribe(group, topic)
+		}
+		if err == nil {
+			err = ost.Close()
+		}
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		if topic == "" {
+			fmt.Fprintf(e.stdout, "group %s deleted\n", group)
+		} else {
+			fmt.Fprintf(e.stdout, "group %s: offsets on topic %s deleted\n", group, topic)
+		}
+		return exitOK
+	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required)")
 	f.StringVar(&group, "group", "", "consumer group (required)")

@@ -18,55 +18,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-const produceDesc = `
-Read records from stdin and append them to a topic, one per line (or per
---delimiter: '\0' reads NUL-separated records, any string works). The
-topic is created with --partitions partitions when it does not exist
-(seglog topics create sets its configuration).
-
---format text: each line is a value, or with --key-separator S a key, S,
-and a value (the first S splits; a line without S is an error). Only the
-delimiter is removed: "\r" and every other byte stay in the value.
---format json: each line is an object {"key", "value", "headers",
-"timestamp"}, as seglog consume --format json prints it: key and value are
-strings (base64 with "key_encoding"/"value_encoding": "base64") or null;
-headers a list of {"key","value"} or an object of strings; timestamp ms
-since the epoch or an RFC 3339 string (absent: the time of the append);
-partition and offset are ignored.
-
-Lines are appended in batches of up to --batch lines and --batch-bytes
-bytes (of input): a batch closes when the next line would take it past
-either cap (a line larger than --batch-bytes goes alone), when --linger
-has passed since its first line, or (with --linger 0, the default) as soon
-as no more input is already waiting. A line longer than the largest batch
-the engine accepts (16MiB) is an error. With --partition P every record
-goes to P; otherwise a record with a key goes to hash(key) mod partitions
-and keyless records go round-robin, one batch at a time.
-
---sync is the fsync policy (never, every-n, interval, always) and
---compression the codec, for topics whose configuration sets none: a
-topic's own setting wins (seglog describe shows it).
-
-For each record, "PARTITION OFFSET" is printed on stdout once it is
-appended under the sync policy: with --sync always, a printed line means
-the record is on disk (fsynced). At end of input, or on Ctrl-C, what was
-read is appended, the store is flushed and closed cleanly, and the exit
-code is 0. When produce stops on an error (a bad line, a failed append),
-everything before the failing line or batch has been appended, nothing
-from it on has, and stderr says exactly which lines were appended and at
-which offsets; the exit code is 1. (When a batch spans partitions and only
-some of its partitions' appends succeeded, stderr gives their offsets;
-stdout keeps one line per input line and so stops before that batch.)
-
-produce holds the data directory for writing while it runs: listing
-commands and consumers work beside it, other writers wait.`
-
-const produceExample = `
-printf 'user1:hello\nuser2:world\n' | seglog produce --dir /var/lib/seglog --topic events --partitions 3 --key-separator : --sync always
-seq 1000000 | seglog produce --dir /tmp/data --topic bench --batch 5000 > /dev/null
-seglog consume --dir /a --topic t --format json | seglog produce --dir /b --topic t --format json
-find . -print0 | seglog produce --dir /tmp/data --topic files --delimiter '\0'`
-
 // maxBatchBytes is the largest batch the engine accepts (produce uses the
 // storage default limits).
 const maxBatchBytes = segment.DefaultMaxBatchBytes
@@ -88,13 +39,12 @@ type produceFlags struct {
 
 func produceCommand(e *env) *cobra.Command {
 	var o produceFlags
-	cmd := command(e, "produce", "append records read from stdin, one per line", produceDesc, produceExample,
-		func(c *cli, pos []string) int {
-			if code, bad := o.check(c, pos); bad {
-				return code
-			}
-			return o.produce(e, c)
-		})
+	cmd := command(e, "produce", "append records read from stdin, one per line", func(c *cli, pos []string) int {
+		if code, bad := o.check(c, pos); bad {
+			return code
+		}
+		return o.produce(e, c)
+	})
 	f := cmd.Flags()
 	f.StringVar(&o.dir, "dir", "", "data directory (required; created if needed)")
 	f.StringVar(&o.topic, "topic", "", "topic (required; created if needed)")

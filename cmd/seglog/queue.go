@@ -19,40 +19,13 @@ import (
 	"github.com/spf13/cobra"
 )
 
-const queueDesc = `
-Kestrel-style queues (package queue): put appends items, get hands each
-out once and removes it, peek shows what get would hand out next, stats
-shows positions and backlog.
-
-A queue Q in a data directory is the topic Q with one partition (its items,
-one record each: DIR/Q-0/) and the committed position of the consumer
-group "__queue" on it (DIR/offsets/), with the items confirmed above that
-position in the commit's metadata. seglog topics, consume and verify see
-the items; seglog offsets --group __queue the positions.
-
-Items may carry an expiry (put --ttl; the record header "expires-at", in
-milliseconds since the epoch): an expired item is never handed out.
-
-  seglog queue put --dir DIR --queue Q [--ttl D] [--sync never|always] < LINES
-  seglog queue get --dir DIR --queue Q [--max N] [--wait D] [--lease D]
-  seglog queue peek --dir DIR --queue Q [--max N]
-  seglog queue stats --dir DIR [--queue Q] [--json]
-
-Run "seglog queue SUBCOMMAND --help" for each one's flags.`
-
-const queueExample = `
-printf 'resize img-1\nresize img-2\n' | seglog queue put --dir /var/lib/seglog --queue jobs --ttl 1h
-seglog queue get --dir /var/lib/seglog --queue jobs --wait 10s
-seglog queue stats --dir /var/lib/seglog`
-
 func queueCommand(e *env) *cobra.Command {
-	cmd := command(e, "queue", "put, get and peek items of a Kestrel-style queue", queueDesc, queueExample,
-		func(c *cli, pos []string) int {
-			if len(pos) > 0 {
-				return c.usageErr("unknown subcommand %q: want put, get, peek or stats", pos[0])
-			}
-			return c.usageErr("a subcommand is required: put, get, peek or stats")
-		})
+	cmd := command(e, "queue", "put, get and peek items of a Kestrel-style queue", func(c *cli, pos []string) int {
+		if len(pos) > 0 {
+			return c.usageErr("unknown subcommand %q: want put, get, peek or stats", pos[0])
+		}
+		return c.usageErr("a subcommand is required: put, get, peek or stats")
+	})
 	cmd.AddCommand(queuePutCommand(e), queueGetCommand(e), queuePeekCommand(e), queueStatsCommand(e))
 	return cmd
 }
@@ -115,48 +88,36 @@ func openQueue(c *cli, dir, name string, create bool, logOpts storage.Options, q
 	return o, exitOK
 }
 
-const queuePutDesc = `
-Append the lines of stdin to queue Q as items, one per line (only the
-trailing "\n" is removed), creating the data directory and the queue if
-needed. The offset of each item is printed once it is appended under
---sync (always: fsynced first). With --ttl D each item expires D after it
-is put: get never hands it out after that.`
-
-const queuePutExample = `
-printf 'a\nb\n' | seglog queue put --dir /var/lib/seglog --queue jobs
-seglog queue put --dir /var/lib/seglog --queue alerts --ttl 5m --sync always < alerts.txt`
-
 // queuePutBatch caps the lines of one append.
 const queuePutBatch = 1000
 
 func queuePutCommand(e *env) *cobra.Command {
 	var dir, name, syncName string
 	var ttl time.Duration
-	cmd := command(e, "put", "append the lines of stdin as items", queuePutDesc, queuePutExample,
-		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q (items come from stdin)", "dir", dir, "queue", name); bad {
-				return code
-			}
-			if ttl < 0 {
-				return c.usageErr("--ttl %s is negative", storage.FormatDuration(ttl))
-			}
-			sync, err := parseSync(syncName)
-			if err != nil {
-				return c.usageErr("%v", err)
-			}
-			o, code := openQueue(c, dir, name, true, storage.Options{Sync: sync}, queue.Options{SweepInterval: -1})
-			if o == nil {
-				return code
-			}
-			defer o.close()
-			if code := putLines(c, o.q, e.stdin, e.stdout, ttl); code != exitOK {
-				return code
-			}
-			if err := o.close(); err != nil {
-				return c.fail("%v", err)
-			}
-			return exitOK
-		})
+	cmd := command(e, "put", "append the lines of stdin as items", func(c *cli, pos []string) int {
+		if code, bad := c.required(pos, "unexpected argument %q (items come from stdin)", "dir", dir, "queue", name); bad {
+			return code
+		}
+		if ttl < 0 {
+			return c.usageErr("--ttl %s is negative", storage.FormatDuration(ttl))
+		}
+		sync, err := parseSync(syncName)
+		if err != nil {
+			return c.usageErr("%v", err)
+		}
+		o, code := openQueue(c, dir, name, true, storage.Options{Sync: sync}, queue.Options{SweepInterval: -1})
+		if o == nil {
+			return code
+		}
+		defer o.close()
+		if code := putLines(c, o.q, e.stdin, e.stdout, ttl); code != exitOK {
+			return code
+		}
+		if err := o.close(); err != nil {
+			return c.fail("%v", err)
+		}
+		return exitOK
+	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required; created if needed)")
 	f.StringVar(&name, "queue", "", "queue name (required; created if needed)")
@@ -227,85 +188,64 @@ func putLines(c *cli, q *queue.Queue, stdin io.Reader, stdout io.Writer, ttl tim
 	return exitOK
 }
 
-const queueGetDesc = `
-Hand out up to --max items of queue Q (0: every item there is) and remove
-them. Each item is opened under a lease of --lease, written to stdout and
-flushed, and only then confirmed (at least once: if seglog dies before the
-confirm, the item is handed out again by the next get; if stdout fails,
-the item is given back). Items whose expiry has passed are skipped.
-
-With --wait D, get waits up to D in all for items to arrive (Ctrl-C stops
-it; exit 0); without, it takes what is there. An empty queue prints
-nothing and exits 0.
-
---format text prints each value and a newline; json one object per line:
-{"offset","timestamp","key","value","headers","expires_at","deliveries"}
-(expires_at: ms since the epoch, or null).`
-
-const queueGetExample = `
-seglog queue get --dir /var/lib/seglog --queue jobs
-seglog queue get --dir /var/lib/seglog --queue jobs --max 0 --format json
-seglog queue get --dir /var/lib/seglog --queue jobs --max 10 --wait 30s`
-
 func queueGetCommand(e *env) *cobra.Command {
 	var dir, name, format string
 	var maxN int
 	var wait, leaseFor time.Duration
-	cmd := command(e, "get", "hand out items and remove them", queueGetDesc, queueGetExample,
-		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "queue", name); bad {
-				return code
-			}
-			switch {
-			case maxN < 0:
-				return c.usageErr("--max %d is negative", maxN)
-			case wait < 0:
-				return c.usageErr("--wait %s is negative", storage.FormatDuration(wait))
-			case leaseFor <= 0:
-				return c.usageErr("--lease %s: want a positive duration", storage.FormatDuration(leaseFor))
-			case format != "text" && format != "json":
-				return c.usageErr("--format %q: want text or json", format)
-			}
-			o, code := openQueue(c, dir, name, false, storage.Options{}, queue.Options{LeaseTimeout: leaseFor})
-			if o == nil {
-				return code
-			}
-			defer o.close()
-			ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if wait > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, wait)
-				defer cancel()
-			} else {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithCancel(ctx)
-				cancel() // a poll: Open takes what is there
-			}
-			w := bufio.NewWriter(e.stdout)
-			for n := 0; maxN == 0 || n < maxN; n++ {
-				it, err := o.q.Open(ctx)
-				if err != nil {
-					if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-						break
-					}
-					return c.fail("%v", err)
+	cmd := command(e, "get", "hand out items and remove them", func(c *cli, pos []string) int {
+		if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "queue", name); bad {
+			return code
+		}
+		switch {
+		case maxN < 0:
+			return c.usageErr("--max %d is negative", maxN)
+		case wait < 0:
+			return c.usageErr("--wait %s is negative", storage.FormatDuration(wait))
+		case leaseFor <= 0:
+			return c.usageErr("--lease %s: want a positive duration", storage.FormatDuration(leaseFor))
+		case format != "text" && format != "json":
+			return c.usageErr("--format %q: want text or json", format)
+		}
+		o, code := openQueue(c, dir, name, false, storage.Options{}, queue.Options{LeaseTimeout: leaseFor})
+		if o == nil {
+			return code
+		}
+		defer o.close()
+		ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if wait > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, wait)
+			defer cancel()
+		} else {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			cancel() // a poll: Open takes what is there
+		}
+		w := bufio.NewWriter(e.stdout)
+		for n := 0; maxN == 0 || n < maxN; n++ {
+			it, err := o.q.Open(ctx)
+			if err != nil {
+				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+					break
 				}
-				if err := printQueueItem(w, &it, format == "json"); err != nil {
-					if aerr := o.q.Abort(it.Lease); aerr != nil {
-						return c.fail("write stdout: %v; giving item %d back: %v (it is handed out again after its lease)", err, it.Offset, aerr)
-					}
-					return c.fail("write stdout: %v (item %d is not removed)", err, it.Offset)
-				}
-				if err := o.q.Confirm(it.Lease); err != nil {
-					return c.fail("item %d was printed but not removed (it will be handed out again): %v", it.Offset, err)
-				}
-			}
-			if err := o.close(); err != nil {
 				return c.fail("%v", err)
 			}
-			return exitOK
-		})
+			if err := printQueueItem(w, &it, format == "json"); err != nil {
+				if aerr := o.q.Abort(it.Lease); aerr != nil {
+					return c.fail("write stdout: %v; giving item %d back: %v (it is handed out again after its lease)", err, it.Offset, aerr)
+				}
+				return c.fail("write stdout: %v (item %d is not removed)", err, it.Offset)
+			}
+			if err := o.q.Confirm(it.Lease); err != nil {
+				return c.fail("item %d was printed but not removed (it will be handed out again): %v", it.Offset, err)
+			}
+		}
+		if err := o.close(); err != nil {
+			return c.fail("%v", err)
+		}
+		return exitOK
+	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required)")
 	f.StringVar(&name, "queue", "", "queue name (required)")
@@ -316,47 +256,39 @@ func queueGetCommand(e *env) *cobra.Command {
 	return cmd
 }
 
-const queuePeekDesc = `
-Print up to --max of the items that get would hand out next, in that
-order, without handing them out. Expired items are left out.`
-
-const queuePeekExample = `
-seglog queue peek --dir /var/lib/seglog --queue jobs --max 5 --format json`
-
 func queuePeekCommand(e *env) *cobra.Command {
 	var dir, name, format string
 	var maxN int
-	cmd := command(e, "peek", "show the items get would hand out next", queuePeekDesc, queuePeekExample,
-		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "queue", name); bad {
-				return code
+	cmd := command(e, "peek", "show the items get would hand out next", func(c *cli, pos []string) int {
+		if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "queue", name); bad {
+			return code
+		}
+		switch {
+		case maxN < 1:
+			return c.usageErr("--max %d: want at least 1", maxN)
+		case format != "text" && format != "json":
+			return c.usageErr("--format %q: want text or json", format)
+		}
+		o, code := openQueue(c, dir, name, false, storage.Options{}, queue.Options{SweepInterval: -1})
+		if o == nil {
+			return code
+		}
+		defer o.close()
+		items, err := o.q.Peek(maxN)
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		w := bufio.NewWriter(e.stdout)
+		for i := range items {
+			if err := printQueueItem(w, &items[i], format == "json"); err != nil {
+				return c.fail("write stdout: %v", err)
 			}
-			switch {
-			case maxN < 1:
-				return c.usageErr("--max %d: want at least 1", maxN)
-			case format != "text" && format != "json":
-				return c.usageErr("--format %q: want text or json", format)
-			}
-			o, code := openQueue(c, dir, name, false, storage.Options{}, queue.Options{SweepInterval: -1})
-			if o == nil {
-				return code
-			}
-			defer o.close()
-			items, err := o.q.Peek(maxN)
-			if err != nil {
-				return c.fail("%v", err)
-			}
-			w := bufio.NewWriter(e.stdout)
-			for i := range items {
-				if err := printQueueItem(w, &items[i], format == "json"); err != nil {
-					return c.fail("write stdout: %v", err)
-				}
-			}
-			if err := o.close(); err != nil {
-				return c.fail("%v", err)
-			}
-			return exitOK
-		})
+		}
+		if err := o.close(); err != nil {
+			return c.fail("%v", err)
+		}
+		return exitOK
+	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required)")
 	f.StringVar(&name, "queue", "", "queue name (required)")
@@ -364,17 +296,6 @@ func queuePeekCommand(e *env) *cobra.Command {
 	f.StringVar(&format, "format", "text", "output format: text or json")
 	return cmd
 }
-
-const queueStatsDesc = `
-Show queue Q, or every queue of the data directory (every topic that the
-group "__queue" reads): its committed position (every item below it is
-removed or expired), the log end, the items pending (not removed, expiry
-not yet applied) and the items removed above the position (out of order;
-they wait for the position to reach them).`
-
-const queueStatsExample = `
-seglog queue stats --dir /var/lib/seglog
-seglog queue stats --dir /var/lib/seglog --queue jobs --json`
 
 type queueStatsRow struct {
 	Queue          string `json:"queue"`
@@ -387,56 +308,55 @@ type queueStatsRow struct {
 func queueStatsCommand(e *env) *cobra.Command {
 	var dir, name string
 	var asJSON bool
-	cmd := command(e, "stats", "show queue positions and backlog", queueStatsDesc, queueStatsExample,
-		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir); bad {
+	cmd := command(e, "stats", "show queue positions and backlog", func(c *cli, pos []string) int {
+		if code, bad := c.required(pos, "unexpected argument %q", "dir", dir); bad {
+			return code
+		}
+		names := []string{name}
+		if name == "" {
+			store, code := openStore(c, dir, false, storage.StoreOptions{})
+			if store == nil {
 				return code
 			}
-			names := []string{name}
-			if name == "" {
-				store, code := openStore(c, dir, false, storage.StoreOptions{})
-				if store == nil {
-					return code
-				}
-				ost, err := openOffsets(dir)
-				if err != nil {
-					store.Close()
-					return c.fail("%v", err)
-				}
-				names = queue.List(store, ost)
-				ost.Close()
+			ost, err := openOffsets(dir)
+			if err != nil {
 				store.Close()
+				return c.fail("%v", err)
 			}
-			var rows []queueStatsRow
-			for _, n := range names {
-				o, code := openQueue(c, dir, n, false, storage.Options{}, queue.Options{SweepInterval: -1})
-				if o == nil {
-					return code
-				}
-				st := o.q.Stats()
-				rows = append(rows, queueStatsRow{Queue: n, Position: st.Head, End: st.End, Pending: st.Pending, ConfirmedAbove: st.ConfirmedAbove})
-				if err := o.close(); err != nil {
-					return c.fail("%v", err)
-				}
+			names = queue.List(store, ost)
+			ost.Close()
+			store.Close()
+		}
+		var rows []queueStatsRow
+		for _, n := range names {
+			o, code := openQueue(c, dir, n, false, storage.Options{}, queue.Options{SweepInterval: -1})
+			if o == nil {
+				return code
 			}
-			w := bufio.NewWriter(e.stdout)
-			if asJSON {
-				for _, r := range rows {
-					_ = writeJSONLine(w, r)
-				}
-			} else {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "QUEUE\tPOSITION\tEND\tPENDING\tCONFIRMED-ABOVE")
-				for _, r := range rows {
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", r.Queue, r.Position, r.End, r.Pending, r.ConfirmedAbove)
-				}
-				tw.Flush()
+			st := o.q.Stats()
+			rows = append(rows, queueStatsRow{Queue: n, Position: st.Head, End: st.End, Pending: st.Pending, ConfirmedAbove: st.ConfirmedAbove})
+			if err := o.close(); err != nil {
+				return c.fail("%v", err)
 			}
-			if err := w.Flush(); err != nil {
-				return c.fail("write output: %v", err)
+		}
+		w := bufio.NewWriter(e.stdout)
+		if asJSON {
+			for _, r := range rows {
+				_ = writeJSONLine(w, r)
 			}
-			return exitOK
-		})
+		} else {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "QUEUE\tPOSITION\tEND\tPENDING\tCONFIRMED-ABOVE")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", r.Queue, r.Position, r.End, r.Pending, r.ConfirmedAbove)
+			}
+			tw.Flush()
+		}
+		if err := w.Flush(); err != nil {
+			return c.fail("write output: %v", err)
+		}
+		return exitOK
+	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required)")
 	f.StringVar(&name, "queue", "", "show only this queue")

@@ -12,41 +12,13 @@ import (
 	"github.com/spf13/cobra"
 )
 
-const retentionDesc = `
-Run the retention cleaner once over every partition of every topic and
-print each segment it deleted (or, with --dry-run, would delete): topic,
-partition, its offsets [base, next), bytes and the policy that chose it.
-
-Each topic's own retention (seglog topics create/alter --retention-age,
---retention-bytes, --retention-consumed) applies to it; the flags below
-apply to the topics that set none. Policies combine with OR:
-  --consumed       delete segments that every consumer group reading the
-                   topic has committed past (a topic no group reads keeps
-                   everything)
-  --max-age D      delete segments whose newest record is older than D
-  --max-bytes N    delete the oldest segments while a partition is over N
-Only a prefix of each partition goes, the active segment never does, and
---min-segments keeps at least that many. A partition that fails is
-reported on stderr and the exit code is 1; the others are still cleaned.
-
-Deleting needs the data directory to itself: the process that writes the
-logs (a producer, a broker) must be the one that deletes their segments,
-so beside one this refuses; --dry-run works beside it (read-only). The
-consumed policy reads the offset store read-only.`
-
-const retentionExample = `
-seglog retention --dir /var/lib/seglog --dry-run
-seglog retention --dir /var/lib/seglog --max-age 7d
-seglog retention --dir /var/lib/seglog --consumed --max-bytes 10GiB --min-segments 2`
-
 func retentionCommand(e *env) *cobra.Command {
 	var dir string
 	var dryRun, asJSON bool
 	var p retention.Policy
-	cmd := command(e, "retention", "run the retention cleaner once", retentionDesc, retentionExample,
-		func(c *cli, pos []string) int {
-			return runRetention(c, pos, dir, dryRun, asJSON, p)
-		})
+	cmd := command(e, "retention", "run the retention cleaner once", func(c *cli, pos []string) int {
+		return runRetention(c, pos, dir, dryRun, asJSON, p)
+	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required)")
 	f.BoolVar(&dryRun, "dry-run", false, "print what would be deleted; delete nothing (read-only)")

@@ -18,49 +18,6 @@ import (
 	"github.com/seglog/seglog/storage"
 )
 
-const serveDesc = `
-Serve a data directory over the network: each protocol is a listener of
-its own, enabled by its flag, all over the one data directory opened
-(and created) here. Without a listener flag it serves Kafka on
-127.0.0.1:9092.
-
-  --listen ADDR      Kafka's protocol: a one-node broker (node 0, leader of
-                     every partition) for any Kafka client (Java,
-                     librdkafka and kcat, franz-go, ...); default address
-                     127.0.0.1:9092
-  --kestrel[=ADDR]   Kestrel's memcache text protocol over queues (default
-                     address 127.0.0.1:22133; give an address with "=")
-
-Kafka: records are stored as the clients encoded them and fetched back
-from the segment files with sendfile; consumer groups split partitions
-(Kafka's classic group protocol) and commit into the data directory's
-offset store ('seglog offsets' shows them); idempotent producers are
-checked by each partition's producer state. Topics are created on first
-use (--auto-create-topics) or with CreateTopics, with Kafka's topic
-configs (retention.ms, retention.bytes, segment.bytes, segment.ms,
-flush.messages, flush.ms, compression.type, message.timestamp.type,
-cleanup.policy=delete) and seglog.sync, seglog.retention.consumed.
-Transactions are refused (TRANSACTIONAL_ID_AUTHORIZATION_FAILED). The
-retention cleaner runs every --retention-interval with each topic's
-retention configs; --metrics serves Prometheus metrics (the store's, the
-offset store's, the cleaner's, requests and latency per Kafka API).
-
---sync is the fsync policy of the logs (the queues' items, and the Kafka
-topics without a sync config of their own): with always (the default) a
-set answered STORED is on disk, and so are the records of a produce
-answered with acks=1 or acks=-1. Consumer positions (a queue's confirmed
-reads, a group's commits) are always fsynced.
-
-SIGINT or SIGTERM stops accepting, lets each connection finish the
-request it is executing, closes the connections and the data directory
-cleanly, and exits 0.`
-
-const serveExample = `
-seglog serve --dir /var/lib/seglog
-seglog serve --dir /var/lib/seglog --listen 0.0.0.0:9092 --advertise kafka.example:9092 --metrics 127.0.0.1:9100
-seglog serve --dir /var/lib/seglog --kestrel
-seglog serve --dir /var/lib/seglog --kestrel=0.0.0.0:22133 --sync interval`
-
 // server is one protocol's listener, started by seglog serve over the
 // opened data directory: Serve until its context ends (or it stops on
 // its own), and then it is closed (everything it started has stopped)
@@ -100,8 +57,7 @@ type serveFlags struct {
 func serveCommand(e *env) *cobra.Command {
 	kafka := &kafkaFlags{}
 	o := &serveFlags{kafka: kafka, listeners: []listenerFlags{kafka, &kestrelFlags{}}}
-	cmd := command(e, "serve", "serve the data directory over the network (Kafka's protocol, Kestrel's memcache protocol)", serveDesc, serveExample,
-		func(c *cli, pos []string) int { return o.run(c, pos) })
+	cmd := command(e, "serve", "serve the data directory over the network (Kafka's protocol, Kestrel's memcache protocol)", func(c *cli, pos []string) int { return o.run(c, pos) })
 	f := cmd.Flags()
 	f.StringVar(&o.dir, "dir", "", "the data directory (created if missing)")
 	f.StringVar(&o.syncName, "sync", storage.SyncAlways.String(), "fsync policy of the logs: never, every-n, interval, always (a reply follows the fsync)")

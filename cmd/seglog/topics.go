@@ -15,26 +15,6 @@ import (
 	"github.com/seglog/seglog/storage"
 )
 
-const topicsDesc = `
-List the topics of a data directory, read-only: per partition its
-segments, size, log start and end offsets and the number of records
-(end - start). Works beside a running producer or broker.
-
-  seglog topics create --dir DIR --topic T --partitions N [config flags]
-  seglog topics alter  --dir DIR --topic T [--partitions N] [config flags]
-  seglog topics delete --dir DIR --topic T
-
-A topic's configuration (segment size and age, index interval, fsync
-policy, compression, retention) is stored with the topic and used by every
-later open of its partitions; seglog describe shows it. create, alter and
-delete need the data directory to themselves (no producer running).`
-
-const topicsExample = `
-seglog topics --dir /var/lib/seglog
-seglog topics create --dir /var/lib/seglog --topic events --partitions 6 --segment-bytes 64MiB --retention-age 7d
-seglog topics alter --dir /var/lib/seglog --topic events --retention-bytes 10GiB --compression zstd
-seglog topics delete --dir /var/lib/seglog --topic scratch`
-
 type topicRow struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
@@ -56,12 +36,12 @@ func topicsCommand(e *env) *cobra.Command {
 		}
 		return listTopics(c, dir, asJSON)
 	}
-	cmd := command(e, "topics", "list, create, alter and delete topics", topicsDesc, topicsExample, list)
+	cmd := command(e, "topics", "list, create, alter and delete topics", list)
 	cmd.Flags().StringVar(&dir, "dir", "", "data directory (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per partition per line instead of a table")
 	_ = cmd.MarkFlagDirname("dir")
 
-	ls := command(e, "list", "list the topics and their partitions (read-only)", "The same as seglog topics.", "seglog topics list --dir /var/lib/seglog", list)
+	ls := command(e, "list", "list the topics and their partitions (read-only)", list)
 	ls.Flags().StringVar(&dir, "dir", "", "data directory (required)")
 	ls.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per partition per line instead of a table")
 	_ = ls.MarkFlagDirname("dir")
@@ -108,59 +88,49 @@ func listTopics(c *cli, dir string, asJSON bool) int {
 	return exitOK
 }
 
-const topicsCreateDesc = `
-Create a topic with --partitions partitions and its configuration (the
-data directory is created if needed). A setting not given takes the
-default of the process that opens the topic (storage's defaults, or for
---sync and --compression, the flags of seglog produce). Creating a topic
-that exists with the same partition count and configuration does nothing;
-use topics alter to change it.`
-
 func topicsCreateCommand(e *env) *cobra.Command {
 	var dir, topic string
 	var partitions int
 	var tc topicConfigFlags
-	cmd := command(e, "create", "create a topic with its configuration", topicsCreateDesc,
-		"seglog topics create --dir /var/lib/seglog --topic events --partitions 6 --segment-bytes 64MiB --retention-age 7d --compression zstd --sync always",
-		func(c *cli, pos []string) int {
-			if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "topic", topic); bad {
-				return code
-			}
-			if partitions < 1 {
-				return c.usageErr("--partitions %d: want at least 1", partitions)
-			}
-			if err := storage.ValidateTopic(topic); err != nil {
-				return c.usageErr("%v", err)
-			}
-			cfg, err := tc.apply(c.cmd.Flags(), storage.TopicConfig{})
+	cmd := command(e, "create", "create a topic with its configuration", func(c *cli, pos []string) int {
+		if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "topic", topic); bad {
+			return code
+		}
+		if partitions < 1 {
+			return c.usageErr("--partitions %d: want at least 1", partitions)
+		}
+		if err := storage.ValidateTopic(topic); err != nil {
+			return c.usageErr("%v", err)
+		}
+		cfg, err := tc.apply(c.cmd.Flags(), storage.TopicConfig{})
+		if err != nil {
+			return c.usageErr("%v", err)
+		}
+		store, code := openStore(c, dir, true, storage.StoreOptions{Log: storage.Options{FS: e.fs}})
+		if store == nil {
+			return code
+		}
+		defer store.Close()
+		if n, err := store.Partitions(topic); err == nil {
+			old, err := store.TopicConfig(topic)
 			if err != nil {
-				return c.usageErr("%v", err)
-			}
-			store, code := openStore(c, dir, true, storage.StoreOptions{Log: storage.Options{FS: e.fs}})
-			if store == nil {
-				return code
-			}
-			defer store.Close()
-			if n, err := store.Partitions(topic); err == nil {
-				old, err := store.TopicConfig(topic)
-				if err != nil {
-					return c.fail("%v", err)
-				}
-				if n != partitions || old != cfg {
-					return c.fail("topic %s exists (%s, %s): change it with seglog topics alter", topic, plural(int64(n), "partition"), configSummary(old))
-				}
-				fmt.Fprintf(e.stdout, "topic %s exists: %s, %s\n", topic, plural(int64(n), "partition"), configSummary(old))
-				return exitOK
-			}
-			if err := store.CreateTopic(topic, partitions, cfg); err != nil {
 				return c.fail("%v", err)
 			}
-			if err := store.Close(); err != nil {
-				return c.fail("%v", err)
+			if n != partitions || old != cfg {
+				return c.fail("topic %s exists (%s, %s): change it with seglog topics alter", topic, plural(int64(n), "partition"), configSummary(old))
 			}
-			fmt.Fprintf(e.stdout, "topic %s created: %s, %s\n", topic, plural(int64(partitions), "partition"), configSummary(cfg))
+			fmt.Fprintf(e.stdout, "topic %s exists: %s, %s\n", topic, plural(int64(n), "partition"), configSummary(old))
 			return exitOK
-		})
+		}
+		if err := store.CreateTopic(topic, partitions, cfg); err != nil {
+			return c.fail("%v", err)
+		}
+		if err := store.Close(); err != nil {
+			return c.fail("%v", err)
+		}
+		fmt.Fprintf(e.stdout, "topic %s created: %s, %s\n", topic, plural(int64(partitions), "partition"), configSummary(cfg))
+		return exitOK
+	})
 	cmd.Flags().StringVar(&dir, "dir", "", "data directory (required; created if needed)")
 	cmd.Flags().StringVar(&topic, "topic", "", "topic (required)")
 	cmd.Flags().IntVar(&partitions, "partitions", 1, "number of partitions")
@@ -169,53 +139,44 @@ func topicsCreateCommand(e *env) *cobra.Command {
 	return cmd
 }
 
-const topicsAlterDesc = `
-Change a topic's configuration: each setting given replaces the topic's
-(0, or "default" for --sync and --compression, returns it to the default);
-the others stay. --partitions N adds partitions up to N (they cannot be
-removed). Partitions opened from then on use the new configuration; the
-retention settings count at the next retention run.`
-
 func topicsAlterCommand(e *env) *cobra.Command {
 	var dir, topic string
 	var partitions int
 	var tc topicConfigFlags
-	cmd := command(e, "alter", "change a topic's configuration or add partitions", topicsAlterDesc,
-		"seglog topics alter --dir /var/lib/seglog --topic events --retention-age 3d --segment-age 0\nseglog topics alter --dir /var/lib/seglog --topic events --partitions 12",
-		func(c *cli, pos []string) int {
-			store, n, code := openTopicStore(c, e, pos, dir, topic)
-			if store == nil {
-				return code
-			}
-			defer store.Close()
-			old, err := store.TopicConfig(topic)
-			if err != nil {
+	cmd := command(e, "alter", "change a topic's configuration or add partitions", func(c *cli, pos []string) int {
+		store, n, code := openTopicStore(c, e, pos, dir, topic)
+		if store == nil {
+			return code
+		}
+		defer store.Close()
+		old, err := store.TopicConfig(topic)
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		cfg, err := tc.apply(c.cmd.Flags(), old)
+		if err != nil {
+			return c.usageErr("%v", err)
+		}
+		if c.isSet("partitions") && partitions < n {
+			return c.fail("--partitions %d: topic %s has %s, and partitions cannot be removed", partitions, topic, plural(int64(n), "partition"))
+		}
+		if cfg != old {
+			if err := store.AlterTopic(topic, cfg); err != nil {
 				return c.fail("%v", err)
 			}
-			cfg, err := tc.apply(c.cmd.Flags(), old)
-			if err != nil {
-				return c.usageErr("%v", err)
-			}
-			if c.isSet("partitions") && partitions < n {
-				return c.fail("--partitions %d: topic %s has %s, and partitions cannot be removed", partitions, topic, plural(int64(n), "partition"))
-			}
-			if cfg != old {
-				if err := store.AlterTopic(topic, cfg); err != nil {
-					return c.fail("%v", err)
-				}
-			}
-			if c.isSet("partitions") && partitions > n {
-				if err := store.CreateTopic(topic, partitions, cfg); err != nil {
-					return c.fail("%v", err)
-				}
-				n = partitions
-			}
-			if err := store.Close(); err != nil {
+		}
+		if c.isSet("partitions") && partitions > n {
+			if err := store.CreateTopic(topic, partitions, cfg); err != nil {
 				return c.fail("%v", err)
 			}
-			fmt.Fprintf(e.stdout, "topic %s: %s, %s\n", topic, plural(int64(n), "partition"), configSummary(cfg))
-			return exitOK
-		})
+			n = partitions
+		}
+		if err := store.Close(); err != nil {
+			return c.fail("%v", err)
+		}
+		fmt.Fprintf(e.stdout, "topic %s: %s, %s\n", topic, plural(int64(n), "partition"), configSummary(cfg))
+		return exitOK
+	})
 	cmd.Flags().StringVar(&dir, "dir", "", "data directory (required)")
 	cmd.Flags().StringVar(&topic, "topic", "", "topic (required)")
 	cmd.Flags().IntVar(&partitions, "partitions", 0, "add partitions up to this count")
@@ -224,41 +185,28 @@ func topicsAlterCommand(e *env) *cobra.Command {
 	return cmd
 }
 
-const topicsDeleteDesc = `
-Delete a topic and all its data, irrecoverably, and the committed offsets
-of every consumer group on it (one atomic record of the offset store), so
-that a topic created again under the name is read from its start rather
-than silently skipped up to the old positions. The offsets go first: a
-crash in between leaves the topic without committed offsets (its groups
-read it again from --from), never stale offsets on a new topic. It needs
-the data directory to itself (no producer running: it refuses, changing
-nothing); stop the topic's consumers first, since a consumer still
-running would commit its old position again.`
-
 func topicsDeleteCommand(e *env) *cobra.Command {
 	var dir, topic string
-	cmd := command(e, "delete", "delete a topic, its data and its committed offsets", topicsDeleteDesc,
-		"seglog topics delete --dir /var/lib/seglog --topic scratch",
-		func(c *cli, pos []string) int {
-			store, _, code := openTopicStore(c, e, pos, dir, topic)
-			if store == nil {
-				return code
-			}
-			defer store.Close()
-			groups, code := dropTopicOffsets(c, dir, topic)
-			if code != exitOK {
-				return code
-			}
-			if err := store.DeleteTopic(topic); err != nil {
-				return c.fail("%v", err)
-			}
-			if len(groups) > 0 {
-				fmt.Fprintf(e.stdout, "topic %s deleted, with the committed offsets of %s %v\n", topic, plural(int64(len(groups)), "group"), groups)
-			} else {
-				fmt.Fprintf(e.stdout, "topic %s deleted\n", topic)
-			}
-			return exitOK
-		})
+	cmd := command(e, "delete", "delete a topic, its data and its committed offsets", func(c *cli, pos []string) int {
+		store, _, code := openTopicStore(c, e, pos, dir, topic)
+		if store == nil {
+			return code
+		}
+		defer store.Close()
+		groups, code := dropTopicOffsets(c, dir, topic)
+		if code != exitOK {
+			return code
+		}
+		if err := store.DeleteTopic(topic); err != nil {
+			return c.fail("%v", err)
+		}
+		if len(groups) > 0 {
+			fmt.Fprintf(e.stdout, "topic %s deleted, with the committed offsets of %s %v\n", topic, plural(int64(len(groups)), "group"), groups)
+		} else {
+			fmt.Fprintf(e.stdout, "topic %s deleted\n", topic)
+		}
+		return exitOK
+	})
 	cmd.Flags().StringVar(&dir, "dir", "", "data directory (required)")
 	cmd.Flags().StringVar(&topic, "topic", "", "topic (required)")
 	completeTopics(cmd, &dir)

@@ -10,70 +10,38 @@ import (
 	"github.com/spf13/cobra"
 )
 
-const verifyDesc = `
-Check a data directory without changing a byte of it, and print what the
-library's checks return: storage.Check for every partition, with the
-rules recovery applies (segment names; every batch's header, checksum
-and offsets, and with --deep every record; the joins between segments;
-each segment's .index and .timeindex against its batches; the
-checkpoints), and offsets.Check for the offset store, with the rules its
-open applies to the snapshot and the journals.
-
-Each problem says where (file and byte position), what, how serious, and
-whether the next open repairs it by itself (a torn tail cut, a leftover
-removed, an unusable file moved into quarantine) or a repair is needed
-(seglog repair). A partition held by a running writer (a broker, seglog
-produce) is checked up to the last whole batch a read-only follower sees;
-the tail being written is not judged, and verify says so once.
-
-One line per partition and one for the offset store go to stdout, then a
-summary; problems go to stderr. Exit 1 when there is any error.
-
-DIR may also be a single partition directory.`
-
-const verifyExample = `
-seglog verify /var/lib/seglog
-seglog verify /var/lib/seglog/orders-3 || echo "damaged: see stderr"`
-
 func verifyCommand(e *env) *cobra.Command {
 	var dirFlag string
 	var deep bool
-	cmd := command(e, "verify [flags] DIR", "check every partition of a data directory, read-only", verifyDesc, verifyExample,
-		func(c *cli, pos []string) int {
-			if dirFlag != "" {
-				pos = append([]string{dirFlag}, pos...)
-			}
-			if len(pos) != 1 {
-				return c.usageErr("want one DIR (or --dir DIR), got %d", len(pos))
-			}
-			dir := pos[0]
-			if err := requireDir(dir); err != nil {
-				return c.fail("%v", err)
-			}
-			rep, err := storage.Check(dir, storage.CheckOptions{Records: deep})
+	cmd := command(e, "verify [flags] DIR", "check every partition of a data directory, read-only", func(c *cli, pos []string) int {
+		dir, code := c.dirArg(dirFlag, pos)
+		if code != exitOK {
+			return code
+		}
+		rep, err := storage.Check(dir, storage.CheckOptions{Records: deep})
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		w := bufio.NewWriter(e.stdout)
+		errs, warns := printCheck(w, c, rep)
+		if root := len(rep.Partitions) != 1 || rep.Partitions[0] != dir; root {
+			orep, err := offsets.Check(offsets.Dir(dir))
 			if err != nil {
 				return c.fail("%v", err)
 			}
-			w := bufio.NewWriter(e.stdout)
-			errs, warns := printCheck(w, c, rep)
-			if root := len(rep.Partitions) != 1 || rep.Partitions[0] != dir; root {
-				orep, err := offsets.Check(offsets.Dir(dir))
-				if err != nil {
-					return c.fail("%v", err)
-				}
-				oe, ow := printOffsetsCheck(w, c, orep)
-				errs, warns = errs+oe, warns+ow
-			}
-			fmt.Fprintf(w, "verified %s: %s: %s, %s\n", dir, plural(int64(len(rep.Partitions)), "partition"),
-				plural(int64(errs), "error"), plural(int64(warns), "warning"))
-			if err := w.Flush(); err != nil {
-				return c.fail("write output: %v", err)
-			}
-			if errs > 0 {
-				return exitFailure
-			}
-			return exitOK
-		})
+			oe, ow := printOffsetsCheck(w, c, orep)
+			errs, warns = errs+oe, warns+ow
+		}
+		fmt.Fprintf(w, "verified %s: %s: %s, %s\n", dir, plural(int64(len(rep.Partitions)), "partition"),
+			plural(int64(errs), "error"), plural(int64(warns), "warning"))
+		if err := w.Flush(); err != nil {
+			return c.fail("write output: %v", err)
+		}
+		if errs > 0 {
+			return exitFailure
+		}
+		return exitOK
+	})
 	cmd.Flags().StringVar(&dirFlag, "dir", "", "the data directory (or partition directory) to check; the same as the DIR argument")
 	cmd.Flags().BoolVar(&deep, "deep", false, "also decode every record of every batch (slower: decompresses)")
 	cmd.MarkFlagDirname("dir")

@@ -72,16 +72,11 @@ func describeBuild(bi *debug.BuildInfo, ok bool, goVersion string) string {
 }
 
 func versionCommand(e *env) *cobra.Command {
-	return command(e, "version", "print the version and build of seglog", `
-Print the version of this build: a release's module version, or, for a
-build in a source checkout, the VCS revision ("+dirty": with uncommitted
-changes) and its commit time; then the Go version. The same as
-seglog --version.`, "seglog version",
-		func(c *cli, pos []string) int {
-			if len(pos) > 0 {
-				return c.usageErr("unexpected argument %q", pos[0])
-			}
-			fmt.Fprintf(e.stdout, "seglog %s\n", versionString())
-			return exitOK
-		})
+	return command(e, "version", "print the version and build of seglog", func(c *cli, pos []string) int {
+		if len(pos) > 0 {
+			return c.usageErr("unexpected argument %q", pos[0])
+		}
+		fmt.Fprintf(e.stdout, "seglog %s\n", versionString())
+		return exitOK
+	})
 }

@@ -7,6 +7,7 @@
 //
 // One front end (github.com/spf13/cobra) defines every command and flag,
 // prints the help, and generates shell completion (seglog completion bash).
+// Each command's description and examples are its file in help/.
 // Every size flag takes one syntax (1GiB, 64MiB, 512KiB, 1MB, bytes) and
 // every duration flag another (7d, 90m, 1h30m, 500ms): units.go.
 //
@@ -15,8 +16,7 @@
 // file and byte position involved.
 //
 // The tool stays thin: it decodes with the library's own decoders
-// (segment.Walk, segment.RecordIter, segment.ReadIndexFile,
-// storage.ReadCheckpoint), reads as a consumer through package consumer,
+// (segment.Walk, segment.RecordIter, segment.ReadIndexFile), reads as a consumer through package consumer,
 // and prints what the library's checks return (storage.Check,
 // offsets.Check, storage.Repair). Listing commands (topics,
 // describe, offsets, dump, verify) open everything read-only: they change

@@ -300,6 +300,15 @@ func appendHeaders(b []byte, hs []segment.RecordHeader) []byte {
 	return b
 }
 
+// parseFrom parses consume's --from (consumer.ParsePosition).
+func parseFrom(s string, now time.Time) (consumer.Position, error) {
+	p, err := consumer.ParsePosition(s, now)
+	if err != nil {
+		return p, fmt.Errorf("--from %w", err)
+	}
+	return p, nil
+}
+
 // topicPoll is how often consume --follow looks for a topic that does not
 // exist yet.
 const topicPoll = 250 * time.Millisecond

@@ -79,7 +79,7 @@ func (o *resetFlags) spec(c *cli) (spec consumer.Position, code int, ok bool) {
 			return consumer.AtOffset(o.toOffset), nil
 		}},
 		{"to-datetime", func() (consumer.Position, error) {
-			ms, err := parseDateTime(o.toDatetime)
+			ms, err := consumer.ParseTime(o.toDatetime)
 			if err != nil {
 				return consumer.Position{}, fmt.Errorf("--to-datetime %w", err)
 			}

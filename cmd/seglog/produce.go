@@ -123,7 +123,7 @@ func (o *produceFlags) produce(e *env, c *cli) int {
 	if store == nil {
 		return code
 	}
-	p := &producer{c: c, store: store, topic: o.topic, partition: int32(o.partition), batch: o.batch, batchBytes: int(o.batchBytes),
+	p := &producer{c: c, store: store, topic: o.topic, partition: int32(o.partition), limits: storage.BatchLimits{Records: o.batch, Bytes: int(o.batchBytes)},
 		linger: o.linger, ranges: map[int32]*offsetRange{}, delim: []byte(d), json: o.format == "json"}
 	if sep != "" {
 		p.sep = []byte(sep)
@@ -147,10 +147,9 @@ type producer struct {
 	partition  int32 // --partition, -1: by key
 	partitions int   // of the topic
 	sep        []byte
-	delim      []byte // ends each input record
-	json       bool   // --format json
-	batch      int
-	batchBytes int
+	delim      []byte              // ends each input record
+	json       bool                // --format json
+	limits     storage.BatchLimits // --batch, --batch-bytes
 	linger     time.Duration
 
 	// What this run appended: every line up to appended (numbered from
@@ -189,25 +188,14 @@ func (p *producer) setup(partitions int) int {
 	return exitOK
 }
 
-// lineSize is what a line adds to a batch, at most: its bytes and the
-// record's framing.
-func lineSize(line []byte) int { return len(line) + segment.MaxRecordOverhead }
-
 // chunk is a run of lines the reader got without waiting, at most one
 // batch: up to the line cap and the byte cap.
 type chunk struct {
 	lines [][]byte
-	bytes int  // the lineSize of lines
+	bytes int  // the storage.RecordBytes of lines
 	first int  // line number of lines[0]
 	full  bool // the next line would pass a cap
 	err   error
-}
-
-// fits reports whether a batch of n lines of size bytes (lineSize) can
-// take add more lines of addBytes bytes without passing a cap; a batch
-// always takes its first line.
-func (p *producer) fits(n, size, add, addBytes int) bool {
-	return n == 0 || (n+add <= p.batch && segment.HeaderSize+size+addBytes <= p.batchBytes)
 }
 
 // readLines sends the lines of stdin in chunks, each one batch: it ends
@@ -230,12 +218,12 @@ func (p *producer) readLines(ctx context.Context, r io.Reader, out chan<- chunk)
 	for {
 		ch := chunk{first: lineNo}
 		if held != nil {
-			ch = chunk{lines: [][]byte{held}, bytes: lineSize(held), first: lineNo - 1}
+			ch = chunk{lines: [][]byte{held}, bytes: storage.RecordBytes(len(held)), first: lineNo - 1}
 			held = nil
 		}
 		var arena []byte
 		for {
-			if len(ch.lines) == p.batch {
+			if len(ch.lines) == p.limits.Records {
 				ch.full = true
 				break
 			}
@@ -245,9 +233,9 @@ func (p *producer) readLines(ctx context.Context, r io.Reader, out chan<- chunk)
 			line, err := readLine(br, &arena, lineNo, p.delim)
 			if line != nil {
 				lineNo++
-				if p.fits(len(ch.lines), ch.bytes, 1, lineSize(line)) {
+				if p.limits.Fits(len(ch.lines), ch.bytes, 1, storage.RecordBytes(len(line))) {
 					ch.lines = append(ch.lines, line)
-					ch.bytes += lineSize(line)
+					ch.bytes += storage.RecordBytes(len(line))
 				} else {
 					held, ch.full = line, true
 				}
@@ -259,7 +247,7 @@ func (p *producer) readLines(ctx context.Context, r io.Reader, out chan<- chunk)
 				if held != nil {
 					// The last line starts a chunk of its own, which
 					// carries the error.
-					last := chunk{lines: [][]byte{held}, bytes: lineSize(held), first: lineNo - 1, err: ch.err}
+					last := chunk{lines: [][]byte{held}, bytes: storage.RecordBytes(len(held)), first: lineNo - 1, err: ch.err}
 					ch.err = nil
 					if send(ch) {
 						send(last)
@@ -318,20 +306,6 @@ func readLine(br *bufio.Reader, arena *[]byte, lineNo int, delim []byte) ([]byte
 	}
 }
 
-// batchLen returns how many of the leading lines form the next batch: up
-// to --batch lines and --batch-bytes bytes (with the batch header), and at
-// least one line.
-func (p *producer) batchLen(lines [][]byte) int {
-	size := 0
-	for n, line := range lines {
-		if !p.fits(n, size, 1, lineSize(line)) {
-			return n
-		}
-		size += lineSize(line)
-	}
-	return len(lines)
-}
-
 func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) int {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -377,7 +351,7 @@ func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) i
 						eof = true
 						break fill
 					}
-					if !p.fits(len(pending), pendingBytes, len(c.lines), c.bytes) {
+					if !p.limits.Fits(len(pending), pendingBytes, len(c.lines), c.bytes) {
 						carry = &c
 						break fill
 					}
@@ -394,12 +368,12 @@ func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) i
 			}
 			timer.Stop()
 		}
-		for len(pending) > 0 {
-			n := p.batchLen(pending)
-			if code := p.appendLines(w, pending[:n], pendingFirst); code != exitOK {
+		// pending is one batch: a chunk is, and the fill takes a chunk
+		// only when the batch fits it.
+		if len(pending) > 0 {
+			if code := p.appendLines(w, pending, pendingFirst); code != exitOK {
 				return code
 			}
-			pending, pendingFirst = pending[n:], pendingFirst+n
 		}
 	}
 	if readErr != nil {

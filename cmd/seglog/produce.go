@@ -188,82 +188,44 @@ func (p *producer) setup(partitions int) int {
 	return exitOK
 }
 
-// chunk is a run of lines the reader got without waiting, at most one
-// batch: up to the line cap and the byte cap.
+// chunk is a run of lines the reader got without waiting (about one
+// batch: up to --batch lines, and no line after --batch-bytes), and the
+// read error that ended it.
 type chunk struct {
 	lines [][]byte
-	bytes int  // the storage.RecordBytes of lines
-	first int  // line number of lines[0]
-	full  bool // the next line would pass a cap
+	first int // line number of lines[0]
 	err   error
 }
 
-// readLines sends the lines of stdin in chunks, each one batch: it ends
-// a chunk when the next line would pass a cap (that line starts the next
-// chunk), and early when no more input is buffered (the next read would
-// block).
+// readLines sends the lines of stdin in chunks: a chunk ends at the
+// --batch count of lines or at the line that reaches --batch-bytes, and
+// early when no more input is buffered (the next read would block).
 func (p *producer) readLines(ctx context.Context, r io.Reader, out chan<- chunk) {
 	defer close(out)
 	br := bufio.NewReaderSize(r, 256<<10)
-	send := func(ch chunk) bool {
-		select {
-		case out <- ch:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	lineNo := 1     // the next line's number
-	var held []byte // a line read that did not fit the chunk before
+	lineNo := 1 // the next line's number
 	for {
 		ch := chunk{first: lineNo}
-		if held != nil {
-			ch = chunk{lines: [][]byte{held}, bytes: storage.RecordBytes(len(held)), first: lineNo - 1}
-			held = nil
-		}
 		var arena []byte
-		for {
-			if len(ch.lines) == p.limits.Records {
-				ch.full = true
-				break
+		var err error
+		size := 0 // the storage.RecordBytes of lines
+		for err == nil && len(ch.lines) < p.limits.Records && size < p.limits.Bytes && (len(ch.lines) == 0 || br.Buffered() > 0) {
+			var line []byte
+			if line, err = readLine(br, &arena, lineNo, p.delim); line != nil {
+				ch.lines, lineNo, size = append(ch.lines, line), lineNo+1, size+storage.RecordBytes(len(line))
 			}
-			if len(ch.lines) > 0 && br.Buffered() == 0 {
-				break
-			}
-			line, err := readLine(br, &arena, lineNo, p.delim)
-			if line != nil {
-				lineNo++
-				if p.limits.Fits(len(ch.lines), ch.bytes, 1, storage.RecordBytes(len(line))) {
-					ch.lines = append(ch.lines, line)
-					ch.bytes += storage.RecordBytes(len(line))
-				} else {
-					held, ch.full = line, true
-				}
-			}
-			if err != nil {
-				if err != io.EOF {
-					ch.err = err
-				}
-				if held != nil {
-					// The last line starts a chunk of its own, which
-					// carries the error.
-					last := chunk{lines: [][]byte{held}, bytes: storage.RecordBytes(len(held)), first: lineNo - 1, err: ch.err}
-					ch.err = nil
-					if send(ch) {
-						send(last)
-					}
-					return
-				}
-				if len(ch.lines) > 0 || ch.err != nil {
-					send(ch)
-				}
+		}
+		if err != io.EOF {
+			ch.err = err
+		}
+		if len(ch.lines) > 0 || ch.err != nil {
+			select {
+			case out <- ch:
+			case <-ctx.Done():
 				return
 			}
-			if held != nil {
-				break
-			}
 		}
-		if !send(ch) {
+		if err != nil {
 			return
 		}
 	}
@@ -306,78 +268,69 @@ func readLine(br *bufio.Reader, arena *[]byte, lineNo int, delim []byte) ([]byte
 	}
 }
 
+// run appends the lines of stdin in batches of up to --batch lines and
+// --batch-bytes bytes: a batch goes when it is full, at the end of input,
+// and otherwise when no more input is buffered, or with --linger that long
+// after its first line.
 func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) int {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	in := make(chan chunk, 4)
 	go p.readLines(rctx, stdin, in)
 	w := bufio.NewWriterSize(stdout, 64<<10)
-	var pending [][]byte
-	var carry *chunk // received while filling a batch it did not fit
-	var readErr error
-	eof := false
-	var timer *time.Timer
-	for !eof && readErr == nil {
-		// The first lines of a batch.
-		var ch chunk
-		if carry != nil {
-			ch, carry = *carry, nil
-		} else {
-			select {
-			case c, ok := <-in:
-				if !ok {
-					eof = true
-				}
-				ch = c
-			case <-ctx.Done():
-				eof = true
-			}
+	var pending [][]byte // the batch: lines from line first, size bytes
+	first, size := 1, 0
+	flush := func() int {
+		if len(pending) == 0 {
+			return exitOK
 		}
-		pending, readErr = append(pending[:0], ch.lines...), ch.err
-		pendingFirst, pendingBytes := ch.first, ch.bytes
-		// With --linger, fill the batch with what arrives until it is full
-		// or --linger has passed.
-		if p.linger > 0 && !eof && readErr == nil && !ch.full {
-			if timer == nil {
-				timer = time.NewTimer(p.linger)
-			} else {
+		code := p.appendLines(w, pending, first)
+		first, pending, size = first+len(pending), pending[:0], 0
+		return code
+	}
+	timer := time.NewTimer(p.linger)
+	timer.Stop()
+	for {
+		var ch chunk
+		ok := true
+		select {
+		case ch, ok = <-in:
+		case <-timer.C:
+			if code := flush(); code != exitOK {
+				return code
+			}
+			continue
+		case <-ctx.Done():
+			ok = false
+		}
+		for _, line := range ch.lines {
+			n := storage.RecordBytes(len(line))
+			if !p.limits.Fits(len(pending), size, 1, n) {
+				if code := flush(); code != exitOK {
+					return code
+				}
+			}
+			if len(pending) == 0 && p.linger > 0 {
 				timer.Reset(p.linger)
 			}
-		fill:
-			for {
-				select {
-				case c, ok := <-in:
-					if !ok {
-						eof = true
-						break fill
-					}
-					if !p.limits.Fits(len(pending), pendingBytes, len(c.lines), c.bytes) {
-						carry = &c
-						break fill
-					}
-					pending, pendingBytes, readErr = append(pending, c.lines...), pendingBytes+c.bytes, c.err
-					if readErr != nil || c.full {
-						break fill
-					}
-				case <-timer.C:
-					break fill
-				case <-ctx.Done():
-					eof = true
-					break fill
+			pending, size = append(pending, line), size+n
+			if len(pending) == p.limits.Records {
+				if code := flush(); code != exitOK {
+					return code
 				}
 			}
-			timer.Stop()
 		}
-		// pending is one batch: a chunk is, and the fill takes a chunk
-		// only when the batch fits it.
-		if len(pending) > 0 {
-			if code := p.appendLines(w, pending, pendingFirst); code != exitOK {
+		if !ok || ch.err != nil || p.linger == 0 {
+			if code := flush(); code != exitOK {
 				return code
 			}
 		}
-	}
-	if readErr != nil {
-		return p.stop(w, "%v", readErr)
+		if ch.err != nil {
+			return p.stop(w, "%v", ch.err)
+		}
+		if !ok {
+			break
+		}
 	}
 	if err := w.Flush(); err != nil {
 		return p.c.fail("write stdout: %v", err)

@@ -157,11 +157,7 @@ func (o *resetFlags) reset(e *env, c *cli, spec consumer.Position) int {
 func (o *resetFlags) topics(c *cli, store *storage.Store, cur *offsets.Store) (topics []string, code int, ok bool) {
 	if o.allTopics {
 		if cur != nil {
-			for _, t := range store.Topics() {
-				if slices.Contains(cur.Readers(t.Name), o.group) {
-					topics = append(topics, t.Name)
-				}
-			}
+			topics = consumer.GroupTopics(store, cur, o.group)
 		}
 		if len(topics) == 0 {
 			return nil, c.fail("group %s reads no topic of %s", o.group, o.dir), false

@@ -141,16 +141,15 @@ func (o *produceFlags) produce(e *env, c *cli) int {
 }
 
 type producer struct {
-	c          *cli
-	store      *storage.Store
-	topic      string
-	partition  int32 // --partition, -1: by key
-	partitions int   // of the topic
-	sep        []byte
-	delim      []byte              // ends each input record
-	json       bool                // --format json
-	limits     storage.BatchLimits // --batch, --batch-bytes
-	linger     time.Duration
+	c         *cli
+	store     *storage.Store
+	topic     string
+	partition int32 // --partition, -1: by key
+	sep       []byte
+	delim     []byte              // ends each input record
+	json      bool                // --format json
+	limits    storage.BatchLimits // --batch, --batch-bytes
+	linger    time.Duration
 
 	// What this run appended: every line up to appended (numbered from
 	// 1), at these offsets per partition.
@@ -181,11 +180,8 @@ func (p *producer) setup(partitions int) int {
 			p.c.warn("topic %s has its own compression (%s): --compression is ignored", p.topic, cfg.Compression)
 		}
 	}
-	p.partitions = n
-	if p.partition >= 0 && int(p.partition) >= n {
-		return p.c.fail("--partition %d: topic %s has partitions 0 to %d", p.partition, p.topic, n-1)
-	}
-	return exitOK
+	_, code, _ := partitionsOf(p.c, p.topic, n, int(p.partition))
+	return code
 }
 
 // chunk is a run of lines the reader got without waiting (about one

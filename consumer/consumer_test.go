@@ -265,6 +265,8 @@ func TestLagsAndResets(t *testing.T) {
 		{Group: "g", Topic: "t", Partition: 1, LogStart: ptr(0), LogEnd: ptr(1), Lag: ptr(1)},
 	}, lags)
 	assert.Equal(t, []consumer.GroupLag{{Group: "g", Committed: ptr(1), Lag: 2}}, consumer.GroupLags(ost, "t", 0, 0, 3))
+	assert.Equal(t, []string{"t"}, consumer.GroupTopics(store, ost, "g"), "a topic the store does not have is not one of the group's topics")
+	assert.Empty(t, consumer.GroupTopics(store, ost, "other"))
 
 	for _, tc := range []struct {
 		name string

@@ -20,7 +20,8 @@
 // any Kafka clients of the group share its partitions.
 //
 // Position says where a partition without a commit starts (earliest,
-// latest, an offset, the last N records, a time). Lags lists a group's
-// committed offsets against the logs, and PlanReset computes where a
-// reset of a group's offsets moves each partition.
+// latest, an offset, the last N records, a time); ParsePosition reads
+// it from text. Lags lists a group's committed offsets against the logs,
+// and PlanReset computes where a reset of a group's offsets moves each
+// partition.
 package consumer

@@ -47,10 +47,10 @@ func Lags(store *storage.Store, ost *offsets.Store, groups []string) ([]Lag, err
 			}
 			committed[p.Topic][p.Partition] = p.Offset
 		}
-		for _, t := range store.Topics() {
-			if committed[t.Name] == nil && slices.Contains(ost.Readers(t.Name), g) {
-				committed[t.Name] = map[int32]int64{}
-				topics = append(topics, t.Name)
+		for _, t := range GroupTopics(store, ost, g) {
+			if committed[t] == nil {
+				committed[t] = map[int32]int64{}
+				topics = append(topics, t)
 			}
 		}
 		slices.Sort(topics)
@@ -103,6 +103,18 @@ func GroupLags(ost *offsets.Store, topic string, p int32, start, end int64) []Gr
 		out = append(out, gl)
 	}
 	return out
+}
+
+// GroupTopics lists the topics of store that group reads (has committed
+// on or subscribed to), in the order of store.Topics.
+func GroupTopics(store *storage.Store, ost *offsets.Store, group string) []string {
+	var topics []string
+	for _, t := range store.Topics() {
+		if slices.Contains(ost.Readers(t.Name), group) {
+			topics = append(topics, t.Name)
+		}
+	}
+	return topics
 }
 
 // Readers lists the groups that read topic (have committed on it or

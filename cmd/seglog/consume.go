@@ -21,13 +21,10 @@ import (
 
 // outputFormat is how consume prints a record.
 type outputFormat struct {
-	json              bool
-	tokens            []formatToken // a FORMAT string
-	printKey, printTS bool
-	printHeaders      bool
-	sep, delim        string
-	topic             string
-	scratch           []byte
+	json    bool
+	tokens  []formatToken // a FORMAT string, or --format text as one
+	topic   string
+	scratch []byte
 }
 
 // formatToken is a literal or one % token of a FORMAT string.
@@ -87,12 +84,14 @@ func consumeCommand(e *env) *cobra.Command {
 		if code, bad := c.required(pos, "unexpected argument %q", "dir", dir, "topic", topic); bad {
 			return code
 		}
-		out := outputFormat{printKey: printKey || c.isSet("key-separator"), printTS: printTS, printHeaders: printHeaders, topic: topic}
-		var err error
-		if out.sep, err = unescape(keySep); err != nil {
+		printKey = printKey || c.isSet("key-separator")
+		out := outputFormat{topic: topic}
+		sep, err := unescape(keySep)
+		if err != nil {
 			return c.usageErr("--key-separator %v", err)
 		}
-		if out.delim, err = unescape(delim); err != nil {
+		d, err := unescape(delim)
+		if err != nil {
 			return c.usageErr("--delimiter %v", err)
 		}
 		switch {
@@ -113,8 +112,10 @@ func consumeCommand(e *env) *cobra.Command {
 			return c.usageErr("--commit-first needs --group")
 		case partition < -1:
 			return c.usageErr("--partition %d: want a partition number", partition)
-		case (out.json || out.tokens != nil) && (out.printKey || printTS || printHeaders || c.isSet("delimiter")):
+		case format != "text" && (printKey || printTS || printHeaders || c.isSet("delimiter")):
 			return c.usageErr("--print-key, --print-timestamp, --print-headers, --key-separator and --delimiter go with --format text")
+		case format == "text":
+			out.tokens = textFormat(printTS, printHeaders, printKey, sep, d)
 		}
 		if err := storage.ValidateTopic(topic); err != nil {
 			return c.usageErr("%v", err)
@@ -226,57 +227,55 @@ func runConsume(c *cli, dir, topic string, partition int, from consumer.Position
 
 // print writes record r of partition p to w.
 func (o *outputFormat) print(w *bufio.Writer, p int32, r *storage.Record) error {
-	switch {
-	case o.json:
+	if o.json {
 		rj := segment.NewRecordJSON(r, 0)
 		rj.Partition = &p
 		return writeJSONLine(w, rj)
-	case o.tokens != nil:
-		b := o.scratch[:0]
-		for _, t := range o.tokens {
-			switch t.verb {
-			case 0:
-				b = append(b, t.lit...)
-			case 't':
-				b = append(b, o.topic...)
-			case 'p':
-				b = strconv.AppendInt(b, int64(p), 10)
-			case 'o':
-				b = strconv.AppendInt(b, r.Offset, 10)
-			case 'T':
-				b = strconv.AppendInt(b, r.Timestamp, 10)
-			case 'k':
-				b = append(b, r.Key...)
-			case 'K':
-				b = strconv.AppendInt(b, bytesLen(r.Key), 10)
-			case 'v', 's':
-				b = append(b, r.Value...)
-			case 'S':
-				b = strconv.AppendInt(b, bytesLen(r.Value), 10)
-			case 'h':
-				b = appendHeaders(b, r.Headers)
-			}
+	}
+	b := o.scratch[:0]
+	for _, t := range o.tokens {
+		switch t.verb {
+		case 0:
+			b = append(b, t.lit...)
+		case 't':
+			b = append(b, o.topic...)
+		case 'p':
+			b = strconv.AppendInt(b, int64(p), 10)
+		case 'o':
+			b = strconv.AppendInt(b, r.Offset, 10)
+		case 'T':
+			b = strconv.AppendInt(b, r.Timestamp, 10)
+		case 'k':
+			b = append(b, r.Key...)
+		case 'K':
+			b = strconv.AppendInt(b, bytesLen(r.Key), 10)
+		case 'v', 's':
+			b = append(b, r.Value...)
+		case 'S':
+			b = strconv.AppendInt(b, bytesLen(r.Value), 10)
+		case 'h':
+			b = appendHeaders(b, r.Headers)
 		}
-		o.scratch = b
-		_, err := w.Write(b)
-		return err
 	}
-	if o.printTS {
-		w.WriteString(strconv.FormatInt(r.Timestamp, 10))
-		w.WriteString(o.sep)
-	}
-	if o.printHeaders {
-		o.scratch = appendHeaders(o.scratch[:0], r.Headers)
-		w.Write(o.scratch)
-		w.WriteString(o.sep)
-	}
-	if o.printKey {
-		w.Write(r.Key)
-		w.WriteString(o.sep)
-	}
-	w.Write(r.Value)
-	_, err := w.WriteString(o.delim)
+	o.scratch = b
+	_, err := w.Write(b)
 	return err
+}
+
+// textFormat is --format text as a FORMAT: the timestamp, headers and key
+// that the --print-* flags ask for, each followed by sep, then the value
+// and delim.
+func textFormat(ts, headers, key bool, sep, delim string) []formatToken {
+	var toks []formatToken
+	for _, f := range []struct {
+		on   bool
+		verb byte
+	}{{ts, 'T'}, {headers, 'h'}, {key, 'k'}} {
+		if f.on {
+			toks = append(toks, formatToken{verb: f.verb}, formatToken{lit: sep})
+		}
+	}
+	return append(toks, formatToken{verb: 'v'}, formatToken{lit: delim})
 }
 
 // bytesLen is len(b), or -1 for nil (a null key or value).
@@ -298,6 +297,15 @@ func appendHeaders(b []byte, hs []segment.RecordHeader) []byte {
 		b = append(b, h.Value...)
 	}
 	return b
+}
+
+// parseFrom parses consume's --from (consumer.ParsePosition).
+func parseFrom(s string, now time.Time) (consumer.Position, error) {
+	p, err := consumer.ParsePosition(s, now)
+	if err != nil {
+		return p, fmt.Errorf("--from %w", err)
+	}
+	return p, nil
 }
 
 // topicPoll is how often consume --follow looks for a topic that does not

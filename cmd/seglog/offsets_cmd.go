@@ -74,6 +74,29 @@ func offsetsCommand(e *env) *cobra.Command {
 // printLag prints rows to out, as a table or as JSON lines; with maxLag
 // at least 0, it warns of every lag over maxLag and then fails.
 func printLag(c *cli, out io.Writer, rows []consumer.Lag, asJSON bool, maxLag int64) int {
+	code := printRows(c, out, rows, asJSON, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tLOG-START\tLOG-END\tLAG", func(r consumer.Lag) string {
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s\t%s", r.Group, r.Topic, r.Partition, optInt(r.Committed), optInt(r.LogStart), optInt(r.LogEnd), optInt(r.Lag))
+	})
+	if code != exitOK || maxLag < 0 {
+		return code
+	}
+	over := 0
+	for _, r := range rows {
+		if r.Lag != nil && *r.Lag > maxLag {
+			over++
+			c.warn("group %s lags %s on %s, more than --max-lag %d", r.Group, plural(*r.Lag, "record"), storage.PartitionDir(r.Topic, r.Partition), maxLag)
+		}
+	}
+	if over > 0 {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// printRows prints rows to out as JSON lines, or as a table: header and
+// then the tab-separated cells of each row (nothing when there are no
+// rows).
+func printRows[T any](c *cli, out io.Writer, rows []T, asJSON bool, header string, cells func(T) string) int {
 	w := bufio.NewWriter(out)
 	if asJSON {
 		for _, r := range rows {
@@ -81,26 +104,14 @@ func printLag(c *cli, out io.Writer, rows []consumer.Lag, asJSON bool, maxLag in
 		}
 	} else if len(rows) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tLOG-START\tLOG-END\tLAG")
+		fmt.Fprintln(tw, header)
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Group, r.Topic, r.Partition, optInt(r.Committed), optInt(r.LogStart), optInt(r.LogEnd), optInt(r.Lag))
+			fmt.Fprintln(tw, cells(r))
 		}
 		tw.Flush()
 	}
 	if err := w.Flush(); err != nil {
 		return c.fail("write output: %v", err)
-	}
-	if maxLag >= 0 {
-		over := 0
-		for _, r := range rows {
-			if r.Lag != nil && *r.Lag > maxLag {
-				over++
-				c.warn("group %s lags %s on %s, more than --max-lag %d", r.Group, plural(*r.Lag, "record"), storage.PartitionDir(r.Topic, r.Partition), maxLag)
-			}
-		}
-		if over > 0 {
-			return exitFailure
-		}
 	}
 	return exitOK
 }
@@ -111,5 +122,3 @@ func optInt(p *int64) string {
 	}
 	return strconv.FormatInt(*p, 10)
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -79,7 +76,7 @@ func (o *resetFlags) spec(c *cli) (spec consumer.Position, code int, ok bool) {
 			return consumer.AtOffset(o.toOffset), nil
 		}},
 		{"to-datetime", func() (consumer.Position, error) {
-			ms, err := parseDateTime(o.toDatetime)
+			ms, err := consumer.ParseTime(o.toDatetime)
 			if err != nil {
 				return consumer.Position{}, fmt.Errorf("--to-datetime %w", err)
 			}
@@ -134,7 +131,14 @@ func (o *resetFlags) reset(e *env, c *cli, spec consumer.Position) int {
 	if !ok {
 		return code
 	}
-	if code := printResetPlan(c, e.stdout, rows, o.asJSON); code != exitOK {
+	code = printRows(c, e.stdout, rows, o.asJSON, "GROUP\tTOPIC\tPARTITION\tCURRENT\tNEW", func(r consumer.Reset) string {
+		note := ""
+		if r.Note != "" {
+			note = "  " + r.Note
+		}
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%d%s", r.Group, r.Topic, r.Partition, optInt(r.Current), r.New, note)
+	})
+	if code != exitOK {
 		return code
 	}
 	if !o.execute {
@@ -153,11 +157,7 @@ func (o *resetFlags) reset(e *env, c *cli, spec consumer.Position) int {
 func (o *resetFlags) topics(c *cli, store *storage.Store, cur *offsets.Store) (topics []string, code int, ok bool) {
 	if o.allTopics {
 		if cur != nil {
-			for _, t := range store.Topics() {
-				if slices.Contains(cur.Readers(t.Name), o.group) {
-					topics = append(topics, t.Name)
-				}
-			}
+			topics = consumer.GroupTopics(store, cur, o.group)
 		}
 		if len(topics) == 0 {
 			return nil, c.fail("group %s reads no topic of %s", o.group, o.dir), false
@@ -168,31 +168,6 @@ func (o *resetFlags) topics(c *cli, store *storage.Store, cur *offsets.Store) (t
 		return nil, c.usageErr("%v", err), false
 	}
 	return []string{o.topic}, 0, true
-}
-
-// printResetPlan prints rows to out, as a table or as JSON lines.
-func printResetPlan(c *cli, out io.Writer, rows []consumer.Reset, asJSON bool) int {
-	w := bufio.NewWriter(out)
-	if asJSON {
-		for _, r := range rows {
-			_ = writeJSONLine(w, r)
-		}
-	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCURRENT\tNEW")
-		for _, r := range rows {
-			note := ""
-			if r.Note != "" {
-				note = "  " + r.Note
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d%s\n", r.Group, r.Topic, r.Partition, optInt(r.Current), r.New, note)
-		}
-		tw.Flush()
-	}
-	if err := w.Flush(); err != nil {
-		return c.fail("write output: %v", err)
-	}
-	return exitOK
 }
 
 // commit opens the offset store and commits the new offsets of rows for

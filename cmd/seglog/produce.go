@@ -123,7 +123,7 @@ func (o *produceFlags) produce(e *env, c *cli) int {
 	if store == nil {
 		return code
 	}
-	p := &producer{c: c, store: store, topic: o.topic, partition: int32(o.partition), batch: o.batch, batchBytes: int(o.batchBytes),
+	p := &producer{c: c, store: store, topic: o.topic, partition: int32(o.partition), limits: storage.BatchLimits{Records: o.batch, Bytes: int(o.batchBytes)},
 		linger: o.linger, ranges: map[int32]*offsetRange{}, delim: []byte(d), json: o.format == "json"}
 	if sep != "" {
 		p.sep = []byte(sep)
@@ -141,17 +141,15 @@ func (o *produceFlags) produce(e *env, c *cli) int {
 }
 
 type producer struct {
-	c          *cli
-	store      *storage.Store
-	topic      string
-	partition  int32 // --partition, -1: by key
-	partitions int   // of the topic
-	sep        []byte
-	delim      []byte // ends each input record
-	json       bool   // --format json
-	batch      int
-	batchBytes int
-	linger     time.Duration
+	c         *cli
+	store     *storage.Store
+	topic     string
+	partition int32 // --partition, -1: by key
+	sep       []byte
+	delim     []byte              // ends each input record
+	json      bool                // --format json
+	limits    storage.BatchLimits // --batch, --batch-bytes
+	linger    time.Duration
 
 	// What this run appended: every line up to appended (numbered from
 	// 1), at these offsets per partition.
@@ -182,100 +180,48 @@ func (p *producer) setup(partitions int) int {
 			p.c.warn("topic %s has its own compression (%s): --compression is ignored", p.topic, cfg.Compression)
 		}
 	}
-	p.partitions = n
-	if p.partition >= 0 && int(p.partition) >= n {
-		return p.c.fail("--partition %d: topic %s has partitions 0 to %d", p.partition, p.topic, n-1)
-	}
-	return exitOK
+	_, code, _ := partitionsOf(p.c, p.topic, n, int(p.partition))
+	return code
 }
 
-// lineSize is what a line adds to a batch, at most: its bytes and the
-// record's framing.
-func lineSize(line []byte) int { return len(line) + segment.MaxRecordOverhead }
-
-// chunk is a run of lines the reader got without waiting, at most one
-// batch: up to the line cap and the byte cap.
+// chunk is a run of lines the reader got without waiting (about one
+// batch: up to --batch lines, and no line after --batch-bytes), and the
+// read error that ended it.
 type chunk struct {
 	lines [][]byte
-	bytes int  // the lineSize of lines
-	first int  // line number of lines[0]
-	full  bool // the next line would pass a cap
+	first int // line number of lines[0]
 	err   error
 }
 
-// fits reports whether a batch of n lines of size bytes (lineSize) can
-// take add more lines of addBytes bytes without passing a cap; a batch
-// always takes its first line.
-func (p *producer) fits(n, size, add, addBytes int) bool {
-	return n == 0 || (n+add <= p.batch && segment.HeaderSize+size+addBytes <= p.batchBytes)
-}
-
-// readLines sends the lines of stdin in chunks, each one batch: it ends
-// a chunk when the next line would pass a cap (that line starts the next
-// chunk), and early when no more input is buffered (the next read would
-// block).
+// readLines sends the lines of stdin in chunks: a chunk ends at the
+// --batch count of lines or at the line that reaches --batch-bytes, and
+// early when no more input is buffered (the next read would block).
 func (p *producer) readLines(ctx context.Context, r io.Reader, out chan<- chunk) {
 	defer close(out)
 	br := bufio.NewReaderSize(r, 256<<10)
-	send := func(ch chunk) bool {
-		select {
-		case out <- ch:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	lineNo := 1     // the next line's number
-	var held []byte // a line read that did not fit the chunk before
+	lineNo := 1 // the next line's number
 	for {
 		ch := chunk{first: lineNo}
-		if held != nil {
-			ch = chunk{lines: [][]byte{held}, bytes: lineSize(held), first: lineNo - 1}
-			held = nil
-		}
 		var arena []byte
-		for {
-			if len(ch.lines) == p.batch {
-				ch.full = true
-				break
+		var err error
+		size := 0 // the storage.RecordBytes of lines
+		for err == nil && len(ch.lines) < p.limits.Records && size < p.limits.Bytes && (len(ch.lines) == 0 || br.Buffered() > 0) {
+			var line []byte
+			if line, err = readLine(br, &arena, lineNo, p.delim); line != nil {
+				ch.lines, lineNo, size = append(ch.lines, line), lineNo+1, size+storage.RecordBytes(len(line))
 			}
-			if len(ch.lines) > 0 && br.Buffered() == 0 {
-				break
-			}
-			line, err := readLine(br, &arena, lineNo, p.delim)
-			if line != nil {
-				lineNo++
-				if p.fits(len(ch.lines), ch.bytes, 1, lineSize(line)) {
-					ch.lines = append(ch.lines, line)
-					ch.bytes += lineSize(line)
-				} else {
-					held, ch.full = line, true
-				}
-			}
-			if err != nil {
-				if err != io.EOF {
-					ch.err = err
-				}
-				if held != nil {
-					// The last line starts a chunk of its own, which
-					// carries the error.
-					last := chunk{lines: [][]byte{held}, bytes: lineSize(held), first: lineNo - 1, err: ch.err}
-					ch.err = nil
-					if send(ch) {
-						send(last)
-					}
-					return
-				}
-				if len(ch.lines) > 0 || ch.err != nil {
-					send(ch)
-				}
+		}
+		if err != io.EOF {
+			ch.err = err
+		}
+		if len(ch.lines) > 0 || ch.err != nil {
+			select {
+			case out <- ch:
+			case <-ctx.Done():
 				return
 			}
-			if held != nil {
-				break
-			}
 		}
-		if !send(ch) {
+		if err != nil {
 			return
 		}
 	}
@@ -318,92 +264,69 @@ func readLine(br *bufio.Reader, arena *[]byte, lineNo int, delim []byte) ([]byte
 	}
 }
 
-// batchLen returns how many of the leading lines form the next batch: up
-// to --batch lines and --batch-bytes bytes (with the batch header), and at
-// least one line.
-func (p *producer) batchLen(lines [][]byte) int {
-	size := 0
-	for n, line := range lines {
-		if !p.fits(n, size, 1, lineSize(line)) {
-			return n
-		}
-		size += lineSize(line)
-	}
-	return len(lines)
-}
-
+// run appends the lines of stdin in batches of up to --batch lines and
+// --batch-bytes bytes: a batch goes when it is full, at the end of input,
+// and otherwise when no more input is buffered, or with --linger that long
+// after its first line.
 func (p *producer) run(ctx context.Context, stdin io.Reader, stdout io.Writer) int {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	in := make(chan chunk, 4)
 	go p.readLines(rctx, stdin, in)
 	w := bufio.NewWriterSize(stdout, 64<<10)
-	var pending [][]byte
-	var carry *chunk // received while filling a batch it did not fit
-	var readErr error
-	eof := false
-	var timer *time.Timer
-	for !eof && readErr == nil {
-		// The first lines of a batch.
+	var pending [][]byte // the batch: lines from line first, size bytes
+	first, size := 1, 0
+	flush := func() int {
+		if len(pending) == 0 {
+			return exitOK
+		}
+		code := p.appendLines(w, pending, first)
+		first, pending, size = first+len(pending), pending[:0], 0
+		return code
+	}
+	timer := time.NewTimer(p.linger)
+	timer.Stop()
+	for {
 		var ch chunk
-		if carry != nil {
-			ch, carry = *carry, nil
-		} else {
-			select {
-			case c, ok := <-in:
-				if !ok {
-					eof = true
-				}
-				ch = c
-			case <-ctx.Done():
-				eof = true
-			}
-		}
-		pending, readErr = append(pending[:0], ch.lines...), ch.err
-		pendingFirst, pendingBytes := ch.first, ch.bytes
-		// With --linger, fill the batch with what arrives until it is full
-		// or --linger has passed.
-		if p.linger > 0 && !eof && readErr == nil && !ch.full {
-			if timer == nil {
-				timer = time.NewTimer(p.linger)
-			} else {
-				timer.Reset(p.linger)
-			}
-		fill:
-			for {
-				select {
-				case c, ok := <-in:
-					if !ok {
-						eof = true
-						break fill
-					}
-					if !p.fits(len(pending), pendingBytes, len(c.lines), c.bytes) {
-						carry = &c
-						break fill
-					}
-					pending, pendingBytes, readErr = append(pending, c.lines...), pendingBytes+c.bytes, c.err
-					if readErr != nil || c.full {
-						break fill
-					}
-				case <-timer.C:
-					break fill
-				case <-ctx.Done():
-					eof = true
-					break fill
-				}
-			}
-			timer.Stop()
-		}
-		for len(pending) > 0 {
-			n := p.batchLen(pending)
-			if code := p.appendLines(w, pending[:n], pendingFirst); code != exitOK {
+		ok := true
+		select {
+		case ch, ok = <-in:
+		case <-timer.C:
+			if code := flush(); code != exitOK {
 				return code
 			}
-			pending, pendingFirst = pending[n:], pendingFirst+n
+			continue
+		case <-ctx.Done():
+			ok = false
 		}
-	}
-	if readErr != nil {
-		return p.stop(w, "%v", readErr)
+		for _, line := range ch.lines {
+			n := storage.RecordBytes(len(line))
+			if !p.limits.Fits(len(pending), size, 1, n) {
+				if code := flush(); code != exitOK {
+					return code
+				}
+			}
+			if len(pending) == 0 && p.linger > 0 {
+				timer.Reset(p.linger)
+			}
+			pending, size = append(pending, line), size+n
+			if len(pending) == p.limits.Records {
+				if code := flush(); code != exitOK {
+					return code
+				}
+			}
+		}
+		if !ok || ch.err != nil || p.linger == 0 {
+			if code := flush(); code != exitOK {
+				return code
+			}
+		}
+		if ch.err != nil {
+			return p.stop(w, "%v", ch.err)
+		}
+		if !ok {
+			break
+		}
 	}
 	if err := w.Flush(); err != nil {
 		return p.c.fail("write stdout: %v", err)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,12 +110,7 @@ func (p *producer) stopPartial(w *bufio.Writer, first, n int, done []storage.App
 		b.WriteString("no line was appended")
 	} else {
 		fmt.Fprintf(&b, "appended lines 1-%d (offsets", p.appended)
-		parts := make([]int32, 0, len(p.ranges))
-		for part := range p.ranges {
-			parts = append(parts, part)
-		}
-		slices.Sort(parts)
-		for i, part := range parts {
+		for i, part := range slices.Sorted(maps.Keys(p.ranges)) {
 			if i > 0 {
 				b.WriteString(",")
 			}

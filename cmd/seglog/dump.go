@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
+	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,6 +35,9 @@ func dumpCommand(e *env) *cobra.Command {
 		if dir == "" && (topic != "" || partition >= 0) {
 			return c.usageErr("--topic and --partition need --dir")
 		}
+		if partition > math.MaxInt32 {
+			return c.usageErr("--partition %d: want a partition number", partition)
+		}
 		if o.maxValue < 0 {
 			return c.usageErr("--max-value-bytes %d is negative", o.maxValue)
 		}
@@ -45,9 +47,14 @@ func dumpCommand(e *env) *cobra.Command {
 			}
 		}
 		if dir != "" {
-			more, code := dumpDirFiles(c, dir, topic, partition)
-			if code != exitOK {
-				return code
+			if err := requireDir(dir); err != nil {
+				return c.fail("%v", err)
+			}
+			more, err := storage.LogFiles(dir, topic, int32(partition))
+			if errors.Is(err, storage.ErrDataRoot) {
+				return c.usageErr("--dir %s holds partition directories: say which --topic to dump", dir)
+			} else if err != nil {
+				return c.fail("%v", err)
 			}
 			files = append(more, files...)
 		}
@@ -74,60 +81,6 @@ func dumpCommand(e *env) *cobra.Command {
 	f.BoolVar(&o.json, "json", false, "print JSON lines instead of text")
 	completeTopics(cmd, &dir)
 	return cmd
-}
-
-// dumpDirFiles lists the .log files that dump --dir names: those of the
-// partition directory dir, or with --topic, of the topic's partitions in
-// the data directory dir, in offset order.
-func dumpDirFiles(c *cli, dir, topic string, partition int) ([]string, int) {
-	if err := requireDir(dir); err != nil {
-		return nil, c.fail("%v", err)
-	}
-	dirs := []string{dir}
-	if topic != "" {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, c.fail("%v", fileErr(dir, err))
-		}
-		dirs = nil
-		for _, e := range entries {
-			if t, p, ok := storage.ParsePartitionDir(e.Name()); ok && e.IsDir() && t == topic && (partition < 0 || int(p) == partition) {
-				dirs = append(dirs, filepath.Join(dir, e.Name()))
-			}
-		}
-		if len(dirs) == 0 {
-			if partition >= 0 {
-				return nil, c.fail("no partition %s in %s", storage.PartitionDir(topic, int32(partition)), dir)
-			}
-			return nil, c.fail("topic %s does not exist in %s", topic, dir)
-		}
-		slices.SortFunc(dirs, func(a, b string) int {
-			_, pa, _ := storage.ParsePartitionDir(filepath.Base(a))
-			_, pb, _ := storage.ParsePartitionDir(filepath.Base(b))
-			return int(pa) - int(pb)
-		})
-	}
-	var files []string
-	for _, d := range dirs {
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			return nil, c.fail("%v", fileErr(d, err))
-		}
-		var bases []int64
-		for _, e := range entries {
-			if base, ok := segment.ParseFileName(e.Name(), segment.LogSuffix); ok {
-				bases = append(bases, base)
-			}
-			if _, _, ok := storage.ParsePartitionDir(e.Name()); ok && e.IsDir() && topic == "" {
-				return nil, c.usageErr("--dir %s holds partition directories: say which --topic to dump", d)
-			}
-		}
-		slices.Sort(bases)
-		for _, base := range bases {
-			files = append(files, filepath.Join(d, segment.FileName(base, segment.LogSuffix)))
-		}
-	}
-	return files, exitOK
 }
 
 // dumper writes dump output; it counts the problems it reported.

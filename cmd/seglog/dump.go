@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"path/filepath"
 	"strings"
@@ -119,28 +118,13 @@ func (d *dumper) problem(file string, pos int64, msg string) {
 func (d *dumper) file(path string) {
 	switch {
 	case strings.HasSuffix(path, segment.LogSuffix):
-		_, named := segment.BaseOf(path)
-		tail := int64(-1)
-		if named {
-			// A partition a writer holds is judged up to the last whole
-			// batch its follower sees, asked before the file's size is
-			// read: what the writer appends meanwhile lies past it.
-			end, held, err := storage.WriterEnd(filepath.Dir(path))
-			if err != nil {
-				d.problem(path, -1, fmt.Sprintf("%s: held by a writer, and a read-only follower cannot open it: %v", path, err))
-				return
-			}
-			if held {
-				tail = end
-			}
-		}
-		f, size, err := openLogFile(path)
+		w, err := storage.OpenLogWalk(path)
 		if err != nil {
-			d.problem(path, -1, err.Error())
+			d.problem(path, -1, fileErrOf(path, err).Error())
 			return
 		}
-		defer f.Close()
-		d.log(segment.NewWalk(f, size, path), path, tail)
+		defer w.Close()
+		d.log(w.Walk, path, w.HeldEnd)
 		if d.o.verifyIndex {
 			d.indexCheck(path)
 		}
@@ -160,9 +144,8 @@ type batchJSON struct {
 }
 
 // log dumps the .log that s walks. It never panics on any bytes: every
-// decoding is the segment package's hostile-input-safe decoders. tail >= 0
-// is where the tail a writer is appending begins: batches from there on
-// are not read.
+// decoding is the segment package's hostile-input-safe decoders. tail is
+// where a writer's tail begins when s stops there (storage.LogWalk).
 func (d *dumper) log(s *segment.Walk, path string, tail int64) {
 	if !d.o.json {
 		fmt.Fprintf(d.w, "Dumping %s\n", path)
@@ -171,13 +154,8 @@ func (d *dumper) log(s *segment.Walk, path string, tail int64) {
 		}
 	}
 	var it segment.RecordIter
-	stopped := false
 	for s.Next() {
 		h, pos := s.Header, s.Pos
-		if tail >= 0 && h.BaseOffset >= tail {
-			stopped = true
-			break
-		}
 		valid := s.VerifyErr == nil
 		if d.o.json {
 			_ = writeJSONLine(d.w, batchJSON{Type: "batch", File: path, BatchJSON: segment.NewBatchJSON(h, pos, valid)})
@@ -191,7 +169,7 @@ func (d *dumper) log(s *segment.Walk, path string, tail int64) {
 			d.records(&it, s.Batch, path, pos)
 		}
 	}
-	if tail >= 0 && (stopped || s.Err() != nil && s.NextOffset() >= tail) {
+	if s.Stopped() {
 		d.note(path, fmt.Sprintf("%s: held by a writer: read up to offset %d, the last whole batch a read-only follower sees; the tail being written is not judged", path, tail))
 		return
 	}
@@ -312,11 +290,8 @@ type timeEntryJSON struct {
 // index decoders.
 func (d *dumper) index(path string) {
 	c, err := segment.ReadIndexFile(path)
-	if errors.As(err, new(*fs.PathError)) {
-		err = fileErr(path, err)
-	}
 	if err != nil {
-		d.problem(path, -1, err.Error())
+		d.problem(path, -1, fileErrOf(path, err).Error())
 		return
 	}
 	base, named := segment.BaseOf(path)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -93,11 +94,23 @@ type dumper struct {
 	checks map[string]storage.Report // storage.Check of each directory, by path
 }
 
+// errorJSON is a problem as dump --json prints it.
 type errorJSON struct {
-	Type     string `json:"type"`
-	File     string `json:"file"`
 	Position *int64 `json:"position,omitempty"`
 	Error    string `json:"error"`
+}
+
+// jsonLine writes v as a line of dump --json: an object whose first
+// fields say what the line is (typ) and of which file, then v's fields.
+func (d *dumper) jsonLine(typ, file string, v any) {
+	line, _ := json.Marshal(struct {
+		Type string `json:"type"`
+		File string `json:"file"`
+	}{typ, file})
+	if fields, _ := json.Marshal(v); len(fields) > 2 { // the two objects joined: drop "}{", put ","
+		line = append(append(line[:len(line)-1], ','), fields[1:]...)
+	}
+	_, _ = d.w.Write(append(line, '\n'))
 }
 
 // problem reports damage at pos of file (pos < 0: no position) on stderr
@@ -105,11 +118,11 @@ type errorJSON struct {
 func (d *dumper) problem(file string, pos int64, msg string) {
 	d.problems++
 	if d.o.json {
-		ej := errorJSON{Type: "error", File: file, Error: msg}
+		ej := errorJSON{Error: msg}
 		if pos >= 0 {
 			ej.Position = &pos
 		}
-		_ = writeJSONLine(d.w, ej)
+		d.jsonLine("error", file, ej)
 	}
 	_ = d.w.Flush() // so that the error follows what was dumped before it
 	fmt.Fprintf(d.stderr, "%s: %s\n", d.name, msg)
@@ -136,13 +149,6 @@ func (d *dumper) file(path string) {
 	}
 }
 
-// batchJSON is a batch as dump --json prints it.
-type batchJSON struct {
-	Type string `json:"type"` // "batch"
-	File string `json:"file"`
-	segment.BatchJSON
-}
-
 // log dumps the .log that s walks. It never panics on any bytes: every
 // decoding is the segment package's hostile-input-safe decoders. tail is
 // where a writer's tail begins when s stops there (storage.LogWalk).
@@ -158,7 +164,7 @@ func (d *dumper) log(s *segment.Walk, path string, tail int64) {
 		h, pos := s.Header, s.Pos
 		valid := s.VerifyErr == nil
 		if d.o.json {
-			_ = writeJSONLine(d.w, batchJSON{Type: "batch", File: path, BatchJSON: segment.NewBatchJSON(h, pos, valid)})
+			d.jsonLine("batch", path, segment.NewBatchJSON(h, pos, valid))
 		} else {
 			fmt.Fprintln(d.w, segment.KafkaBatchLine(h, pos, valid))
 		}
@@ -182,23 +188,12 @@ func (d *dumper) log(s *segment.Walk, path string, tail int64) {
 // is not a problem.
 func (d *dumper) note(file, msg string) {
 	if d.o.json {
-		_ = writeJSONLine(d.w, noteJSON{Type: "note", File: file, Note: msg})
+		d.jsonLine("note", file, struct {
+			Note string `json:"note"`
+		}{msg})
 	}
 	_ = d.w.Flush()
 	fmt.Fprintf(d.stderr, "%s: %s\n", d.name, msg)
-}
-
-type noteJSON struct {
-	Type string `json:"type"`
-	File string `json:"file"`
-	Note string `json:"note"`
-}
-
-// dumpRecordJSON is a record as dump --json --records prints it.
-type dumpRecordJSON struct {
-	Type string `json:"type"` // "record"
-	File string `json:"file"`
-	segment.RecordJSON
 }
 
 func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos int64) {
@@ -209,12 +204,12 @@ func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos 
 	for it.Next() {
 		r := it.Record()
 		if d.o.json {
-			rj := dumpRecordJSON{Type: "record", File: path, RecordJSON: segment.NewRecordJSON(r, d.o.maxValue)}
+			rj := segment.NewRecordJSON(r, d.o.maxValue)
 			if r.Value != nil {
 				n := len(r.Value)
 				rj.ValueSize = &n
 			}
-			_ = writeJSONLine(d.w, rj)
+			d.jsonLine("record", path, rj)
 			continue
 		}
 		fmt.Fprintln(d.w, segment.KafkaRecordLine(it.Header(), r, d.o.maxValue))
@@ -270,20 +265,18 @@ func (d *dumper) indexCheck(logPath string) {
 	}
 }
 
+// offsetEntryJSON and timeEntryJSON are index entries as dump --json
+// prints them.
 type offsetEntryJSON struct {
-	Type     string `json:"type"`
-	File     string `json:"file"`
-	Entry    int    `json:"entry"`
-	Offset   int64  `json:"offset"`
-	Position int64  `json:"position"`
+	Entry    int   `json:"entry"`
+	Offset   int64 `json:"offset"`
+	Position int64 `json:"position"`
 }
 
 type timeEntryJSON struct {
-	Type      string `json:"type"`
-	File      string `json:"file"`
-	Entry     int    `json:"entry"`
-	Timestamp int64  `json:"timestamp"`
-	Offset    int64  `json:"offset"`
+	Entry     int   `json:"entry"`
+	Timestamp int64 `json:"timestamp"`
+	Offset    int64 `json:"offset"`
 }
 
 // index dumps an .index or .timeindex file with the segment package's
@@ -311,7 +304,7 @@ func (d *dumper) index(path string) {
 		used = len(c.Times)
 		for i, e := range c.Times {
 			if d.o.json {
-				_ = writeJSONLine(d.w, timeEntryJSON{Type: "time_index_entry", File: path, Entry: i, Timestamp: e.Timestamp, Offset: e.Offset})
+				d.jsonLine("time_index_entry", path, timeEntryJSON{Entry: i, Timestamp: e.Timestamp, Offset: e.Offset})
 			} else {
 				fmt.Fprintf(d.w, "timestamp: %d offset: %d\n", e.Timestamp, e.Offset)
 			}
@@ -320,7 +313,7 @@ func (d *dumper) index(path string) {
 		used = len(c.Offsets)
 		for i, e := range c.Offsets {
 			if d.o.json {
-				_ = writeJSONLine(d.w, offsetEntryJSON{Type: "offset_index_entry", File: path, Entry: i, Offset: e.Offset, Position: e.Position})
+				d.jsonLine("offset_index_entry", path, offsetEntryJSON{Entry: i, Offset: e.Offset, Position: e.Position})
 			} else {
 				fmt.Fprintf(d.w, "offset: %d position: %d\n", e.Offset, e.Position)
 			}

@@ -82,6 +82,7 @@ func TestCheckBesideAWriter(t *testing.T) {
 	assert.Equal(t, filepath.Join(copied, filepath.Base(active.Path)), rep.Problems[0].File)
 	assert.Equal(t, active.Size, rep.Problems[0].Pos)
 	assert.True(t, rep.Problems[0].OpenRepairs)
+	assert.False(t, rep.Problems[0].CutAtDamage(), "the open cuts a torn tail by itself")
 	_, held, err = WriterEnd(copied)
 	require.NoError(t, err)
 	assert.False(t, held)

@@ -27,9 +27,11 @@ import (
 // returned with VerifyErr set, and the walk goes on: its length field
 // still frames the next batch.
 type Walk struct {
-	sc    *Scanner
-	err   error // reading the current batch failed
-	errAt int64 // where that batch starts
+	sc      *Scanner
+	err     error // reading the current batch failed
+	errAt   int64 // where that batch (or the one at stopAt) starts
+	stopAt  int64 // StopAt's offset; -1: none
+	stopped bool  // the walk reached stopAt
 
 	// Pos is where the current batch starts.
 	Pos int64
@@ -47,18 +49,38 @@ type Walk struct {
 // not is damage that stops the walk.
 func NewWalk(r io.ReaderAt, size int64, path string) *Walk {
 	base, named := BaseOf(path)
-	return &Walk{sc: NewScanner(r, size, ScanOptions{File: path, Window: 256 << 10, CheckOffsets: named, FirstOffset: base})}
+	return &Walk{sc: NewScanner(r, size, ScanOptions{File: path, Window: 256 << 10, CheckOffsets: named, FirstOffset: base}), stopAt: -1}
 }
 
+// StopAt makes the walk end before the first batch at or past offset end,
+// and not count damage that stops it there or past it (the offset after
+// the last batch returned is at least end) as an error: what a reader
+// beside a writer does with the writer's end (the last whole batch it
+// can see), so that the tail being written is not judged. Stopped then
+// says the walk reached end. Call it before the first Next.
+func (w *Walk) StopAt(end int64) { w.stopAt = end }
+
+// Stopped reports whether the walk ended at StopAt's offset.
+func (w *Walk) Stopped() bool { return w.stopped }
+
 // Next advances to the next batch; false at the end of the file or at
-// damage (see Err).
+// damage (see Err), or at StopAt's offset (see Stopped).
 func (w *Walk) Next() bool {
-	if w.err != nil || !w.sc.Next() {
+	if w.stopped || w.err != nil {
+		return false
+	}
+	if !w.sc.Next() {
+		w.stopped = w.stopAt >= 0 && w.sc.Err() != nil && w.NextOffset() >= w.stopAt
+		return false
+	}
+	if w.stopAt >= 0 && w.sc.Header().BaseOffset >= w.stopAt {
+		w.stopped, w.errAt = true, w.sc.Pos()
 		return false
 	}
 	b, err := w.sc.Batch()
 	if err != nil {
 		w.err, w.errAt = err, w.sc.Pos()
+		w.stopped = w.stopAt >= 0 && w.NextOffset() >= w.stopAt
 		return false
 	}
 	w.Pos, w.Header, w.Batch = w.sc.Pos(), w.sc.Header(), b
@@ -66,8 +88,12 @@ func (w *Walk) Next() bool {
 	return true
 }
 
-// Err returns the damage or I/O error that stopped the walk.
+// Err returns the damage or I/O error that stopped the walk (nil when
+// it Stopped).
 func (w *Walk) Err() error {
+	if w.stopped {
+		return nil
+	}
 	if w.err != nil {
 		return w.err
 	}
@@ -77,7 +103,7 @@ func (w *Walk) Err() error {
 // End returns the position after the last batch returned: where the walk
 // stopped.
 func (w *Walk) End() int64 {
-	if w.err != nil {
+	if w.err != nil || w.stopped && w.sc.Err() == nil {
 		return w.errAt
 	}
 	return w.sc.End()

@@ -55,6 +55,40 @@ func TestWalkGoesOnPastABadChecksumAndStopsAtATornBatch(t *testing.T) {
 	assert.NoError(t, err, "a file not named like a segment has no base to follow")
 }
 
+func TestWalkStopAtEndsAtAWritersEndWithoutJudgingThePast(t *testing.T) {
+	_, logPath, batches, full := closedSegment(t, 3)
+	twoBatches := int64(len(batches[0]) + len(batches[1]))
+	torn := full[:len(full)-5] // the third batch, at offset 6, half written
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		stopAt  int64
+		batches int
+		stopped bool
+		err     bool
+	}{
+		{"a whole batch at the end offset is not read", full, 6, 2, true, false},
+		{"a half batch past the end offset is not damage", torn, 6, 2, true, false},
+		{"a half batch below the end offset is damage", torn, 9, 2, false, true},
+		{"a file that ends below the end offset is read whole", full, 100, 3, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := NewWalk(bytes.NewReader(tc.data), int64(len(tc.data)), logPath)
+			w.StopAt(tc.stopAt)
+			n := 0
+			for w.Next() {
+				n++
+			}
+			assert.Equal(t, tc.batches, n)
+			assert.Equal(t, tc.stopped, w.Stopped())
+			assert.Equal(t, tc.err, w.Err() != nil, "%v", w.Err())
+			if tc.stopped {
+				assert.Equal(t, twoBatches, w.End())
+			}
+		})
+	}
+}
+
 func TestBaseOf(t *testing.T) {
 	for _, tc := range []struct {
 		path string

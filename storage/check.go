@@ -103,6 +103,13 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s: %s%s%s: %s [%s, %s]", p.Severity, p.File, where, offs, p.What, p.Kind, fix)
 }
 
+// CutAtDamage reports whether the problem is one that only
+// RepairOptions.TruncateAtDamage repairs: damage or a hole that opening
+// the log does not repair by itself.
+func (p Problem) CutAtDamage() bool {
+	return !p.OpenRepairs && (p.Kind == ProblemDamage || p.Kind == ProblemHole)
+}
+
 // Report is what Check found.
 type Report struct {
 	Dir        string

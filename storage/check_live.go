@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -133,3 +134,54 @@ func WriterEnd(dir string) (end int64, held bool, err error) {
 	}
 	return v.end, true, nil
 }
+
+// LogWalk walks the batches of a .log file (segment.Walk) for a tool
+// that reads segment files itself (seglog dump), read-only. Close closes
+// the file.
+type LogWalk struct {
+	*segment.Walk
+	f *os.File
+	// HeldEnd is, when a writer holds the file's partition directory, the
+	// end offset its follower sees (WriterEnd), where the walk stops
+	// (segment.Walk.StopAt); -1 when no writer holds it.
+	HeldEnd int64
+}
+
+// OpenLogWalk opens the .log at path read-only and walks its batches. A
+// file named like a segment whose partition directory a writer holds is
+// read up to the writer's end, asked before the file's size is read
+// (what the writer appends meanwhile lies past it): Stopped then says the
+// walk reached it, and the tail being written is not judged. Errors
+// opening the file are *fs.PathError.
+func OpenLogWalk(path string) (*LogWalk, error) {
+	end := int64(-1)
+	if _, named := segment.BaseOf(path); named {
+		e, held, err := WriterEnd(filepath.Dir(path))
+		if err != nil {
+			return nil, fmt.Errorf("%s: held by a writer, and a read-only follower cannot open it: %w", path, err)
+		}
+		if held {
+			end = e
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.IsDir() {
+		err = fmt.Errorf("%s: is a directory", path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w := &LogWalk{Walk: segment.NewWalk(f, fi.Size(), path), f: f, HeldEnd: end}
+	if end >= 0 {
+		w.StopAt(end)
+	}
+	return w, nil
+}
+
+// Close closes the file.
+func (w *LogWalk) Close() error { return w.f.Close() }

@@ -52,6 +52,23 @@ func TestCheckBesideAWriter(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, held)
 	assert.Equal(t, end, gotEnd)
+	// OpenLogWalk reads the active segment as far as Check does.
+	walkActive := func(path string) (w *LogWalk, bad int) {
+		w, err := OpenLogWalk(path)
+		require.NoError(t, err)
+		t.Cleanup(func() { w.Close() })
+		for w.Next() {
+			if w.VerifyErr != nil || w.Header.BaseOffset >= end {
+				bad++
+			}
+		}
+		return w, bad
+	}
+	w, bad := walkActive(active.Path)
+	assert.Equal(t, end, w.HeldEnd)
+	assert.True(t, w.Stopped(), "the walk stops at the writer's end")
+	assert.NoError(t, w.Err())
+	assert.Zero(t, bad, "the tail being written is not judged")
 
 	// The same bytes where no writer holds them (what a crash leaves).
 	copied := filepath.Join(t.TempDir(), "t-0")
@@ -65,9 +82,17 @@ func TestCheckBesideAWriter(t *testing.T) {
 	assert.Equal(t, filepath.Join(copied, filepath.Base(active.Path)), rep.Problems[0].File)
 	assert.Equal(t, active.Size, rep.Problems[0].Pos)
 	assert.True(t, rep.Problems[0].OpenRepairs)
+	assert.False(t, rep.Problems[0].CutAtDamage(), "the open cuts a torn tail by itself")
 	_, held, err = WriterEnd(copied)
 	require.NoError(t, err)
 	assert.False(t, held)
+	w, bad = walkActive(rep.Problems[0].File)
+	assert.Equal(t, int64(-1), w.HeldEnd)
+	assert.False(t, w.Stopped())
+	assert.Equal(t, 1, bad, "where no writer holds it, the half batch is read and fails its checksum")
+
+	_, err = OpenLogWalk(filepath.Join(copied, "00000000000000099999.log"))
+	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
 
 // TestCheckRecordsDecodesEveryRecord: a batch whose checksum matches but

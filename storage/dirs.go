@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -206,6 +207,21 @@ type partitionName struct {
 
 // listRoot lists a data root read-only, as OpenStore reads it.
 func listRoot(root string) (rootListing, error) {
+	rl, err := listRootNames(root)
+	if err != nil {
+		return rl, err
+	}
+	// The verdict comes from OpenStore itself, read-only.
+	if s, err := OpenStore(root, StoreOptions{Log: Options{ReadOnly: true}}); err != nil {
+		rl.Refused = err
+	} else {
+		_ = s.Close()
+	}
+	return rl, nil
+}
+
+// listRootNames is listRoot without the verdict: the names alone.
+func listRootNames(root string) (rootListing, error) {
 	rl := rootListing{Root: root}
 	entries, err := vfs.Default.ReadDir(root)
 	if err != nil {
@@ -233,13 +249,65 @@ func listRoot(root string) (rootListing, error) {
 		}
 		return int(a.Partition) - int(b.Partition)
 	})
-	// The verdict comes from OpenStore itself, read-only.
-	if s, err := OpenStore(root, StoreOptions{Log: Options{ReadOnly: true}}); err != nil {
-		rl.Refused = err
-	} else {
-		_ = s.Close()
-	}
 	return rl, nil
+}
+
+// ErrDataRoot is returned by LogFiles for a directory that holds
+// partition directories where a partition directory was expected.
+var ErrDataRoot = errors.New("storage: a data root (it holds partition directories), not a partition directory")
+
+// LogFiles returns the paths of the segment .log files of partitions in
+// offset order, read-only, as a tool that reads segment files (seglog
+// dump) finds them. With topic "", dir is a partition directory (a
+// directory holding partition directories instead is ErrDataRoot). With a
+// topic, dir is a data root and the files are those of the topic's
+// partitions, partition after partition (only partition's when it is not
+// negative); a topic (or partition) without a directory there is
+// ErrUnknownTopic. Every name segment.ParseFileName reads as a .log is
+// listed, those the log refuses to open too (a symbolic link): a tool may
+// want to read them.
+func LogFiles(dir, topic string, partition int32) ([]string, error) {
+	dirs := []string{dir}
+	if topic != "" {
+		rl, err := listRootNames(dir)
+		if err != nil {
+			return nil, err
+		}
+		dirs = nil
+		for _, p := range rl.Partitions {
+			if !p.Symlink && p.Topic == topic && (partition < 0 || p.Partition == partition) {
+				dirs = append(dirs, filepath.Join(dir, p.Name))
+			}
+		}
+		switch {
+		case len(dirs) > 0:
+		case partition >= 0:
+			return nil, fmt.Errorf("%w: %s (no partition directory %s in %s)", ErrUnknownTopic, topic, PartitionDir(topic, partition), dir)
+		default:
+			return nil, fmt.Errorf("%w: %s (no partition directory in %s)", ErrUnknownTopic, topic, dir)
+		}
+	}
+	var files []string
+	for _, d := range dirs {
+		entries, err := vfs.Default.ReadDir(d)
+		if err != nil {
+			return nil, err
+		}
+		var bases []int64
+		for _, e := range entries {
+			if base, ok := segment.ParseFileName(e.Name(), segment.LogSuffix); ok {
+				bases = append(bases, base)
+			}
+			if _, _, ok := ParsePartitionDir(e.Name()); ok && e.IsDir() && topic == "" {
+				return nil, fmt.Errorf("%w: %s", ErrDataRoot, d)
+			}
+		}
+		slices.Sort(bases)
+		for _, base := range bases {
+			files = append(files, filepath.Join(d, segment.FileName(base, segment.LogSuffix)))
+		}
+	}
+	return files, nil
 }
 
 // isPartitionDir reports whether dir is a partition directory rather than

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -101,4 +102,55 @@ func TestListPartitionAndRoot(t *testing.T) {
 	assert.ErrorIs(t, pl.Refused, ErrCorrupt)
 	_, err = os.Stat(filepath.Join(dir, "x.tmp"))
 	assert.NoError(t, err, "listing removes nothing")
+}
+
+func TestLogFiles(t *testing.T) {
+	root := t.TempDir()
+	s, err := OpenStore(root, StoreOptions{Log: Options{SegmentBytes: 200}})
+	require.NoError(t, err)
+	require.NoError(t, s.CreateTopic("t", 2, TopicConfig{}))
+	require.NoError(t, s.CreateTopic("u", 1, TopicConfig{}))
+	for p := int32(0); p < 2; p++ {
+		l, err := s.Log("t", p)
+		require.NoError(t, err)
+		for range 3 {
+			_, err := l.Append(Record{Value: make([]byte, 100)})
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, s.Close())
+	logs := func(dir string, bases ...int64) []string {
+		var out []string
+		for _, b := range bases {
+			out = append(out, filepath.Join(root, dir, segment.FileName(b, segment.LogSuffix)))
+		}
+		return out
+	}
+	both := append(logs("t-0", 0, 1, 2), logs("t-1", 0, 1, 2)...)
+
+	for _, tc := range []struct {
+		name      string
+		dir       string
+		topic     string
+		partition int32
+		want      []string
+		err       error
+	}{
+		{"a partition directory", filepath.Join(root, "t-1"), "", -1, logs("t-1", 0, 1, 2), nil},
+		{"a topic's partitions in order", root, "t", -1, both, nil},
+		{"one partition of a topic", root, "t", 1, logs("t-1", 0, 1, 2), nil},
+		{"a partition that does not exist", root, "t", 2, nil, ErrUnknownTopic},
+		{"a topic that does not exist", root, "nope", -1, nil, ErrUnknownTopic},
+		{"a data root without a topic", root, "", -1, nil, ErrDataRoot},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := LogFiles(tc.dir, tc.topic, tc.partition)
+			if tc.err != nil {
+				assert.ErrorIs(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
 }

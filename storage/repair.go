@@ -170,7 +170,7 @@ func repairPartition(opts RepairOptions, dir string, rep *RepairReport) error {
 		sc := st.ends[i]
 		end := st.ends[len(st.ends)-1].next
 		for n, p := range probs {
-			if !p.OpenRepairs && (p.Kind == ProblemDamage || p.Kind == ProblemHole) && opts.TruncateAtDamage {
+			if p.CutAtDamage() && opts.TruncateAtDamage {
 				fixed[n] = true
 			}
 		}

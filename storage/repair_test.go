@@ -172,6 +172,7 @@ func TestRepair(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, rep.Left, 1, "without TruncateAtDamage the damage stays")
 		assert.Equal(t, ProblemDamage, rep.Left[0].Kind)
+		assert.True(t, rep.Left[0].CutAtDamage(), "only TruncateAtDamage repairs it")
 
 		end := segs[len(segs)-1].NextOffset
 		rep, err = Repair(dir, RepairOptions{TruncateAtDamage: true})

@@ -130,6 +130,27 @@ func (c TopicConfig) GetKafka(name string) (value string, own bool) {
 	return s.kafkaGet(c)
 }
 
+// String lists the settings the topic sets, in seglog's names and
+// syntax, then those only Kafka names in Kafka's ("segment-bytes=64MiB
+// sync=always"), or "defaults" when it sets none.
+func (c TopicConfig) String() string {
+	var parts []string
+	for _, s := range topicSettings {
+		v, own := c.Get(s.Name)
+		if s.Name == "" {
+			v, own = c.GetKafka(s.KafkaName)
+			s.Name = s.KafkaName
+		}
+		if own {
+			parts = append(parts, s.Name+"="+v)
+		}
+	}
+	if len(parts) == 0 {
+		return "defaults"
+	}
+	return strings.Join(parts, " ")
+}
+
 // topicSettings is the table of topic settings.
 var topicSettings = []TopicSetting{
 	{Name: "segment-bytes", KafkaName: "segment.bytes", Kind: "size", Default: FormatSize(DefaultSegmentBytes),

@@ -150,3 +150,16 @@ func TestTopicConfigSetTakesOnlyItsOwnNames(t *testing.T) {
 	assert.ErrorIs(t, c.SetKafka("segment-bytes", "1MiB"), ErrInvalidOptions, "SetKafka takes Kafka's names")
 	assert.Equal(t, TopicConfig{}, c)
 }
+
+func TestTopicConfigStringListsWhatTheTopicSets(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  TopicConfig
+		want string
+	}{
+		{TopicConfig{}, "defaults"},
+		{TopicConfig{SegmentBytes: 64 << 20, Sync: "always"}, "segment-bytes=64MiB sync=always"},
+		{TopicConfig{RetentionAge: 7 * 24 * time.Hour, TimestampType: "LogAppendTime"}, "retention-age=7d message.timestamp.type=LogAppendTime"},
+	} {
+		assert.Equal(t, tc.want, tc.cfg.String())
+	}
+}

@@ -3,13 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
+	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,6 +35,9 @@ func dumpCommand(e *env) *cobra.Command {
 		if dir == "" && (topic != "" || partition >= 0) {
 			return c.usageErr("--topic and --partition need --dir")
 		}
+		if partition > math.MaxInt32 {
+			return c.usageErr("--partition %d: want a partition number", partition)
+		}
 		if o.maxValue < 0 {
 			return c.usageErr("--max-value-bytes %d is negative", o.maxValue)
 		}
@@ -45,9 +47,14 @@ func dumpCommand(e *env) *cobra.Command {
 			}
 		}
 		if dir != "" {
-			more, code := dumpDirFiles(c, dir, topic, partition)
-			if code != exitOK {
-				return code
+			if err := requireDir(dir); err != nil {
+				return c.fail("%v", err)
+			}
+			more, err := storage.LogFiles(dir, topic, int32(partition))
+			if errors.Is(err, storage.ErrDataRoot) {
+				return c.usageErr("--dir %s holds partition directories: say which --topic to dump", dir)
+			} else if err != nil {
+				return c.fail("%v", err)
 			}
 			files = append(more, files...)
 		}
@@ -76,60 +83,6 @@ func dumpCommand(e *env) *cobra.Command {
 	return cmd
 }
 
-// dumpDirFiles lists the .log files that dump --dir names: those of the
-// partition directory dir, or with --topic, of the topic's partitions in
-// the data directory dir, in offset order.
-func dumpDirFiles(c *cli, dir, topic string, partition int) ([]string, int) {
-	if err := requireDir(dir); err != nil {
-		return nil, c.fail("%v", err)
-	}
-	dirs := []string{dir}
-	if topic != "" {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, c.fail("%v", fileErr(dir, err))
-		}
-		dirs = nil
-		for _, e := range entries {
-			if t, p, ok := storage.ParsePartitionDir(e.Name()); ok && e.IsDir() && t == topic && (partition < 0 || int(p) == partition) {
-				dirs = append(dirs, filepath.Join(dir, e.Name()))
-			}
-		}
-		if len(dirs) == 0 {
-			if partition >= 0 {
-				return nil, c.fail("no partition %s in %s", storage.PartitionDir(topic, int32(partition)), dir)
-			}
-			return nil, c.fail("topic %s does not exist in %s", topic, dir)
-		}
-		slices.SortFunc(dirs, func(a, b string) int {
-			_, pa, _ := storage.ParsePartitionDir(filepath.Base(a))
-			_, pb, _ := storage.ParsePartitionDir(filepath.Base(b))
-			return int(pa) - int(pb)
-		})
-	}
-	var files []string
-	for _, d := range dirs {
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			return nil, c.fail("%v", fileErr(d, err))
-		}
-		var bases []int64
-		for _, e := range entries {
-			if base, ok := segment.ParseFileName(e.Name(), segment.LogSuffix); ok {
-				bases = append(bases, base)
-			}
-			if _, _, ok := storage.ParsePartitionDir(e.Name()); ok && e.IsDir() && topic == "" {
-				return nil, c.usageErr("--dir %s holds partition directories: say which --topic to dump", d)
-			}
-		}
-		slices.Sort(bases)
-		for _, base := range bases {
-			files = append(files, filepath.Join(d, segment.FileName(base, segment.LogSuffix)))
-		}
-	}
-	return files, exitOK
-}
-
 // dumper writes dump output; it counts the problems it reported.
 type dumper struct {
 	w        *bufio.Writer
@@ -141,11 +94,23 @@ type dumper struct {
 	checks map[string]storage.Report // storage.Check of each directory, by path
 }
 
+// errorJSON is a problem as dump --json prints it.
 type errorJSON struct {
-	Type     string `json:"type"`
-	File     string `json:"file"`
 	Position *int64 `json:"position,omitempty"`
 	Error    string `json:"error"`
+}
+
+// jsonLine writes v as a line of dump --json: an object whose first
+// fields say what the line is (typ) and of which file, then v's fields.
+func (d *dumper) jsonLine(typ, file string, v any) {
+	line, _ := json.Marshal(struct {
+		Type string `json:"type"`
+		File string `json:"file"`
+	}{typ, file})
+	if fields, _ := json.Marshal(v); len(fields) > 2 { // the two objects joined: drop "}{", put ","
+		line = append(append(line[:len(line)-1], ','), fields[1:]...)
+	}
+	_, _ = d.w.Write(append(line, '\n'))
 }
 
 // problem reports damage at pos of file (pos < 0: no position) on stderr
@@ -153,11 +118,11 @@ type errorJSON struct {
 func (d *dumper) problem(file string, pos int64, msg string) {
 	d.problems++
 	if d.o.json {
-		ej := errorJSON{Type: "error", File: file, Error: msg}
+		ej := errorJSON{Error: msg}
 		if pos >= 0 {
 			ej.Position = &pos
 		}
-		_ = writeJSONLine(d.w, ej)
+		d.jsonLine("error", file, ej)
 	}
 	_ = d.w.Flush() // so that the error follows what was dumped before it
 	fmt.Fprintf(d.stderr, "%s: %s\n", d.name, msg)
@@ -166,28 +131,13 @@ func (d *dumper) problem(file string, pos int64, msg string) {
 func (d *dumper) file(path string) {
 	switch {
 	case strings.HasSuffix(path, segment.LogSuffix):
-		_, named := segment.BaseOf(path)
-		tail := int64(-1)
-		if named {
-			// A partition a writer holds is judged up to the last whole
-			// batch its follower sees, asked before the file's size is
-			// read: what the writer appends meanwhile lies past it.
-			end, held, err := storage.WriterEnd(filepath.Dir(path))
-			if err != nil {
-				d.problem(path, -1, fmt.Sprintf("%s: held by a writer, and a read-only follower cannot open it: %v", path, err))
-				return
-			}
-			if held {
-				tail = end
-			}
-		}
-		f, size, err := openLogFile(path)
+		w, err := storage.OpenLogWalk(path)
 		if err != nil {
-			d.problem(path, -1, err.Error())
+			d.problem(path, -1, fileErrOf(path, err).Error())
 			return
 		}
-		defer f.Close()
-		d.log(segment.NewWalk(f, size, path), path, tail)
+		defer w.Close()
+		d.log(w.Walk, path, w.HeldEnd)
 		if d.o.verifyIndex {
 			d.indexCheck(path)
 		}
@@ -199,17 +149,9 @@ func (d *dumper) file(path string) {
 	}
 }
 
-// batchJSON is a batch as dump --json prints it.
-type batchJSON struct {
-	Type string `json:"type"` // "batch"
-	File string `json:"file"`
-	segment.BatchJSON
-}
-
 // log dumps the .log that s walks. It never panics on any bytes: every
-// decoding is the segment package's hostile-input-safe decoders. tail >= 0
-// is where the tail a writer is appending begins: batches from there on
-// are not read.
+// decoding is the segment package's hostile-input-safe decoders. tail is
+// where a writer's tail begins when s stops there (storage.LogWalk).
 func (d *dumper) log(s *segment.Walk, path string, tail int64) {
 	if !d.o.json {
 		fmt.Fprintf(d.w, "Dumping %s\n", path)
@@ -218,16 +160,11 @@ func (d *dumper) log(s *segment.Walk, path string, tail int64) {
 		}
 	}
 	var it segment.RecordIter
-	stopped := false
 	for s.Next() {
 		h, pos := s.Header, s.Pos
-		if tail >= 0 && h.BaseOffset >= tail {
-			stopped = true
-			break
-		}
 		valid := s.VerifyErr == nil
 		if d.o.json {
-			_ = writeJSONLine(d.w, batchJSON{Type: "batch", File: path, BatchJSON: segment.NewBatchJSON(h, pos, valid)})
+			d.jsonLine("batch", path, segment.NewBatchJSON(h, pos, valid))
 		} else {
 			fmt.Fprintln(d.w, segment.KafkaBatchLine(h, pos, valid))
 		}
@@ -238,7 +175,7 @@ func (d *dumper) log(s *segment.Walk, path string, tail int64) {
 			d.records(&it, s.Batch, path, pos)
 		}
 	}
-	if tail >= 0 && (stopped || s.Err() != nil && s.NextOffset() >= tail) {
+	if s.Stopped() {
 		d.note(path, fmt.Sprintf("%s: held by a writer: read up to offset %d, the last whole batch a read-only follower sees; the tail being written is not judged", path, tail))
 		return
 	}
@@ -251,23 +188,12 @@ func (d *dumper) log(s *segment.Walk, path string, tail int64) {
 // is not a problem.
 func (d *dumper) note(file, msg string) {
 	if d.o.json {
-		_ = writeJSONLine(d.w, noteJSON{Type: "note", File: file, Note: msg})
+		d.jsonLine("note", file, struct {
+			Note string `json:"note"`
+		}{msg})
 	}
 	_ = d.w.Flush()
 	fmt.Fprintf(d.stderr, "%s: %s\n", d.name, msg)
-}
-
-type noteJSON struct {
-	Type string `json:"type"`
-	File string `json:"file"`
-	Note string `json:"note"`
-}
-
-// dumpRecordJSON is a record as dump --json --records prints it.
-type dumpRecordJSON struct {
-	Type string `json:"type"` // "record"
-	File string `json:"file"`
-	segment.RecordJSON
 }
 
 func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos int64) {
@@ -278,12 +204,12 @@ func (d *dumper) records(it *segment.RecordIter, batch []byte, path string, pos 
 	for it.Next() {
 		r := it.Record()
 		if d.o.json {
-			rj := dumpRecordJSON{Type: "record", File: path, RecordJSON: segment.NewRecordJSON(r, d.o.maxValue)}
+			rj := segment.NewRecordJSON(r, d.o.maxValue)
 			if r.Value != nil {
 				n := len(r.Value)
 				rj.ValueSize = &n
 			}
-			_ = writeJSONLine(d.w, rj)
+			d.jsonLine("record", path, rj)
 			continue
 		}
 		fmt.Fprintln(d.w, segment.KafkaRecordLine(it.Header(), r, d.o.maxValue))
@@ -339,31 +265,26 @@ func (d *dumper) indexCheck(logPath string) {
 	}
 }
 
+// offsetEntryJSON and timeEntryJSON are index entries as dump --json
+// prints them.
 type offsetEntryJSON struct {
-	Type     string `json:"type"`
-	File     string `json:"file"`
-	Entry    int    `json:"entry"`
-	Offset   int64  `json:"offset"`
-	Position int64  `json:"position"`
+	Entry    int   `json:"entry"`
+	Offset   int64 `json:"offset"`
+	Position int64 `json:"position"`
 }
 
 type timeEntryJSON struct {
-	Type      string `json:"type"`
-	File      string `json:"file"`
-	Entry     int    `json:"entry"`
-	Timestamp int64  `json:"timestamp"`
-	Offset    int64  `json:"offset"`
+	Entry     int   `json:"entry"`
+	Timestamp int64 `json:"timestamp"`
+	Offset    int64 `json:"offset"`
 }
 
 // index dumps an .index or .timeindex file with the segment package's
 // index decoders.
 func (d *dumper) index(path string) {
 	c, err := segment.ReadIndexFile(path)
-	if errors.As(err, new(*fs.PathError)) {
-		err = fileErr(path, err)
-	}
 	if err != nil {
-		d.problem(path, -1, err.Error())
+		d.problem(path, -1, fileErrOf(path, err).Error())
 		return
 	}
 	base, named := segment.BaseOf(path)
@@ -383,7 +304,7 @@ func (d *dumper) index(path string) {
 		used = len(c.Times)
 		for i, e := range c.Times {
 			if d.o.json {
-				_ = writeJSONLine(d.w, timeEntryJSON{Type: "time_index_entry", File: path, Entry: i, Timestamp: e.Timestamp, Offset: e.Offset})
+				d.jsonLine("time_index_entry", path, timeEntryJSON{Entry: i, Timestamp: e.Timestamp, Offset: e.Offset})
 			} else {
 				fmt.Fprintf(d.w, "timestamp: %d offset: %d\n", e.Timestamp, e.Offset)
 			}
@@ -392,7 +313,7 @@ func (d *dumper) index(path string) {
 		used = len(c.Offsets)
 		for i, e := range c.Offsets {
 			if d.o.json {
-				_ = writeJSONLine(d.w, offsetEntryJSON{Type: "offset_index_entry", File: path, Entry: i, Offset: e.Offset, Position: e.Position})
+				d.jsonLine("offset_index_entry", path, offsetEntryJSON{Entry: i, Offset: e.Offset, Position: e.Position})
 			} else {
 				fmt.Fprintf(d.w, "offset: %d position: %d\n", e.Offset, e.Position)
 			}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/seglog/seglog/segment"
@@ -41,20 +40,12 @@ func (m missingError) Error() string { return string(m) + ": missing (no such fi
 // Unwrap makes errors.Is(err, fs.ErrNotExist) hold.
 func (m missingError) Unwrap() error { return fs.ErrNotExist }
 
-// openLogFile opens a .log read-only and returns it with its size.
-func openLogFile(path string) (*os.File, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, fileErr(path, err)
+// fileErrOf words, with fileErr, an error about the file at path that is
+// an *fs.PathError (opening it failed); another error is returned as it
+// is.
+func fileErrOf(path string, err error) error {
+	if errors.As(err, new(*fs.PathError)) {
+		return fileErr(path, err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, fileErr(path, err)
-	}
-	if fi.IsDir() {
-		f.Close()
-		return nil, 0, fmt.Errorf("%s: is a directory", path)
-	}
-	return f, fi.Size(), nil
+	return err
 }

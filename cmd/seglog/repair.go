@@ -56,7 +56,7 @@ func printRepair(w *bufio.Writer, rep storage.RepairReport) {
 	}
 	for _, p := range rep.Left {
 		hint := ""
-		if !p.OpenRepairs && (p.Kind == storage.ProblemDamage || p.Kind == storage.ProblemHole) {
+		if p.CutAtDamage() {
 			hint = " (--truncate-at-damage cuts the partition there)"
 		}
 		fmt.Fprintf(w, "  left: %s%s\n", p, hint)

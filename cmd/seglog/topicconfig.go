@@ -166,21 +166,6 @@ func configEntries(cfg storage.TopicConfig) []configEntry {
 	return out
 }
 
-// configSummary writes the settings a topic sets, "key=value ...", or
-// "defaults".
-func configSummary(cfg storage.TopicConfig) string {
-	var parts []string
-	for _, e := range configEntries(cfg) {
-		if e.Value != "" {
-			parts = append(parts, e.Name+"="+e.Value)
-		}
-	}
-	if len(parts) == 0 {
-		return "defaults"
-	}
-	return strings.Join(parts, " ")
-}
-
 // completeValues completes a flag's value from a fixed list.
 func completeValues(cmd *cobra.Command, flag string, values []string) {
 	_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))

@@ -37,14 +37,12 @@ func topicsCommand(e *env) *cobra.Command {
 		return listTopics(c, dir, asJSON)
 	}
 	cmd := command(e, "topics", "list, create, alter and delete topics", list)
-	cmd.Flags().StringVar(&dir, "dir", "", "data directory (required)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per partition per line instead of a table")
-	_ = cmd.MarkFlagDirname("dir")
-
 	ls := command(e, "list", "list the topics and their partitions (read-only)", list)
-	ls.Flags().StringVar(&dir, "dir", "", "data directory (required)")
-	ls.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per partition per line instead of a table")
-	_ = ls.MarkFlagDirname("dir")
+	for _, c := range []*cobra.Command{cmd, ls} { // topics lists as topics list does
+		c.Flags().StringVar(&dir, "dir", "", "data directory (required)")
+		c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per partition per line instead of a table")
+		_ = c.MarkFlagDirname("dir")
+	}
 	cmd.AddCommand(ls, topicsCreateCommand(e), topicsAlterCommand(e), topicsDeleteCommand(e))
 	return cmd
 }
@@ -117,9 +115,9 @@ func topicsCreateCommand(e *env) *cobra.Command {
 				return c.fail("%v", err)
 			}
 			if n != partitions || old != cfg {
-				return c.fail("topic %s exists (%s, %s): change it with seglog topics alter", topic, plural(int64(n), "partition"), configSummary(old))
+				return c.fail("topic %s exists (%s, %s): change it with seglog topics alter", topic, plural(int64(n), "partition"), old)
 			}
-			fmt.Fprintf(e.stdout, "topic %s exists: %s, %s\n", topic, plural(int64(n), "partition"), configSummary(old))
+			fmt.Fprintf(e.stdout, "topic %s exists: %s, %s\n", topic, plural(int64(n), "partition"), old)
 			return exitOK
 		}
 		if err := store.CreateTopic(topic, partitions, cfg); err != nil {
@@ -128,7 +126,7 @@ func topicsCreateCommand(e *env) *cobra.Command {
 		if err := store.Close(); err != nil {
 			return c.fail("%v", err)
 		}
-		fmt.Fprintf(e.stdout, "topic %s created: %s, %s\n", topic, plural(int64(partitions), "partition"), configSummary(cfg))
+		fmt.Fprintf(e.stdout, "topic %s created: %s, %s\n", topic, plural(int64(partitions), "partition"), cfg)
 		return exitOK
 	})
 	cmd.Flags().StringVar(&dir, "dir", "", "data directory (required; created if needed)")
@@ -174,7 +172,7 @@ func topicsAlterCommand(e *env) *cobra.Command {
 		if err := store.Close(); err != nil {
 			return c.fail("%v", err)
 		}
-		fmt.Fprintf(e.stdout, "topic %s: %s, %s\n", topic, plural(int64(n), "partition"), configSummary(cfg))
+		fmt.Fprintf(e.stdout, "topic %s: %s, %s\n", topic, plural(int64(n), "partition"), cfg)
 		return exitOK
 	})
 	cmd.Flags().StringVar(&dir, "dir", "", "data directory (required)")

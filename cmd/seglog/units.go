@@ -77,44 +77,26 @@ func plural(n int64, noun string) string {
 }
 
 // unescape turns the escapes an operator types for a delimiter or a
-// separator into bytes: \n, \t, \r, \0 (NUL), \\, \xHH; anything else is
-// taken literally.
+// separator into bytes: \n, \t, \r, \0 (NUL), \\, \xHH (strconv's
+// reading of Go's escapes, but for \0); anything else is taken
+// literally.
 func unescape(s string) (string, error) {
-	if !strings.Contains(s, `\`) {
-		return s, nil
-	}
 	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i == len(s)-1 {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		switch s[i] {
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case 'r':
-			b.WriteByte('\r')
-		case '0':
+	for rest := s; rest != ""; {
+		switch {
+		case strings.HasPrefix(rest, `\0`):
 			b.WriteByte(0)
-		case '\\':
-			b.WriteByte('\\')
-		case 'x':
-			if i+3 > len(s) {
-				return "", fmt.Errorf("%q: \\x wants two hex digits", s)
-			}
-			v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			rest = rest[2:]
+		case len(rest) > 1 && rest[0] == '\\' && strings.IndexByte(`ntr\x`, rest[1]) >= 0:
+			v, _, tail, err := strconv.UnquoteChar(rest, 0)
 			if err != nil {
 				return "", fmt.Errorf("%q: \\x wants two hex digits", s)
 			}
 			b.WriteByte(byte(v))
-			i += 2
+			rest = tail
 		default:
-			b.WriteByte('\\')
-			b.WriteByte(s[i])
+			b.WriteByte(rest[0])
+			rest = rest[1:]
 		}
 	}
 	return b.String(), nil

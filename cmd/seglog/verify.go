@@ -69,13 +69,7 @@ func printCheck(w *bufio.Writer, c *cli, rep storage.Report) (errs, warns int) {
 		c.warn("%s", p)
 	}
 	for i, part := range rep.Partitions {
-		status := "ok"
-		switch n := byPart[part]; {
-		case n[0] > 0:
-			status = fmt.Sprintf("%s, %s", plural(int64(n[0]), "error"), plural(int64(n[1]), "warning"))
-		case n[1] > 0:
-			status = "ok, " + plural(int64(n[1]), "warning")
-		}
+		status := checkStatus(byPart[part][0], byPart[part][1])
 		if from, ok := writing[part]; ok {
 			status += fmt.Sprintf(" (held by a writer: checked up to offset %d; the tail being written is not judged)", from)
 		}
@@ -98,15 +92,20 @@ func printOffsetsCheck(w *bufio.Writer, c *cli, rep offsets.CheckReport) (errs, 
 		}
 		c.warn("%s", p)
 	}
-	status := "ok"
+	fmt.Fprintf(w, "offsets: %s, %s: %s\n", plural(int64(rep.Groups), "group"), plural(int64(rep.Positions), "committed position"), checkStatus(errs, warns))
+	return errs, warns
+}
+
+// checkStatus words what a check found: ok, ok with warnings, or errors
+// (and warnings).
+func checkStatus(errs, warns int) string {
 	switch {
 	case errs > 0:
-		status = fmt.Sprintf("%s, %s", plural(int64(errs), "error"), plural(int64(warns), "warning"))
+		return fmt.Sprintf("%s, %s", plural(int64(errs), "error"), plural(int64(warns), "warning"))
 	case warns > 0:
-		status = "ok, " + plural(int64(warns), "warning")
+		return "ok, " + plural(int64(warns), "warning")
 	}
-	fmt.Fprintf(w, "offsets: %s, %s: %s\n", plural(int64(rep.Groups), "group"), plural(int64(rep.Positions), "committed position"), status)
-	return errs, warns
+	return "ok"
 }
 
 // partitionStats words what Check read of a partition.

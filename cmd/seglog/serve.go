@@ -98,19 +98,38 @@ func (o *serveFlags) run(c *cli, pos []string) int {
 		return c.usageErr("%v", err)
 	}
 	fsync := metrics.NewFsyncHistogram(nil)
-	store, code := openStore(c, o.dir, true, storage.StoreOptions{Log: storage.Options{FS: c.e.fs, Sync: policy, OnFsync: fsync.Observe}})
+	opts := storage.StoreOptions{Log: storage.Options{FS: c.e.fs, Sync: policy, OnFsync: fsync.Observe}}
+	return withStores(c, o.dir, true, opts, nil, func(store *storage.Store, ost *offsets.Store) int {
+		log := slog.New(slog.NewTextHandler(c.e.stderr, nil))
+		return serveAll(c, &served{dir: o.dir, store: store, ost: ost, log: log, fsync: fsync}, on)
+	})
+}
+
+// withStores opens the data directory's store with opts (creating the
+// directory when create is set) and its offset store, runs fn on them and
+// closes both; a failure to close fails the command. check, when not nil,
+// is asked of the store before the offset store opens (and is created):
+// its error fails the command.
+func withStores(c *cli, dir string, create bool, opts storage.StoreOptions, check func(*storage.Store) error, fn func(*storage.Store, *offsets.Store) int) int {
+	store, code := openStore(c, dir, create, opts)
 	if store == nil {
 		return code
 	}
-	ost, err := openOffsets(o.dir)
+	var err error
+	if check != nil {
+		err = check(store)
+	}
+	var ost *offsets.Store
+	if err == nil {
+		ost, err = openOffsets(dir)
+	}
 	if err != nil {
 		_ = store.Close()
 		return c.fail("%v", err)
 	}
-	d := &served{dir: o.dir, store: store, ost: ost, log: slog.New(slog.NewTextHandler(c.e.stderr, nil)), fsync: fsync}
-	code = serveAll(c, d, on)
+	code = fn(store, ost)
 	if err := errors.Join(ost.Close(), store.Close()); err != nil {
-		return c.fail("closing %s: %v", o.dir, err)
+		return c.fail("closing %s: %v", dir, err)
 	}
 	return code
 }

@@ -82,30 +82,19 @@ func (k *kafkaFlags) start(d *served) (server, string, error) {
 	srv, err := broker.New(d.store, d.ost, broker.Options{
 		Logger: log, Advertise: k.advertise, MaxRequestBytes: int(k.maxRequestBytes), IdleTimeout: k.idleTimeout,
 		NoAutoCreateTopics: !k.autoCreate, DefaultPartitions: k.partitions, InitialRebalanceDelay: k.rebalanceDelay, Metrics: bm,
+		Retention: &retention.Options{Interval: k.retentionInterval},
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	cleaner, err := retention.New(d.store, d.ost, retention.Options{Interval: k.retentionInterval, OnRun: func(rep retention.Report, err error) {
-		if err != nil {
-			log.Error("retention run failed", "err", err)
-			return
-		}
-		if len(rep.Deletions) > 0 || len(rep.Failures) > 0 {
-			log.Info("retention run", "segments", len(rep.Deletions), "bytes", rep.Bytes(), "failures", len(rep.Failures))
-		}
-	}})
-	if err != nil {
-		return nil, "", fmt.Errorf("retention: %w", err)
-	}
-	ks := &kafkaServer{srv: srv, cleaner: cleaner, shutdownTimeout: k.shutdownTimeout}
+	ks := &kafkaServer{srv: srv, shutdownTimeout: k.shutdownTimeout}
 	if ks.ln, err = net.Listen("tcp", k.listen); err != nil {
 		_ = ks.Close()
 		return nil, "", fmt.Errorf("--listen: %w", err)
 	}
 	if k.metricsAddr != "" {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(metrics.New(d.store, metrics.Options{Offsets: d.ost, Cleaner: cleaner, Fsync: d.fsync}), bm)
+		reg.MustRegister(metrics.New(d.store, metrics.Options{Offsets: d.ost, Cleaner: srv.Cleaner(), Fsync: d.fsync}), bm)
 		mln, err := net.Listen("tcp", k.metricsAddr)
 		if err != nil {
 			_ = ks.Close()
@@ -126,18 +115,16 @@ func (k *kafkaFlags) start(d *served) (server, string, error) {
 		_ = ks.Close()
 		return nil, "", fmt.Errorf("record the Kafka listener: %w", err)
 	}
-	cleaner.Start()
 	log.Info("serving Kafka clients", "addr", ks.ln.Addr().String(), "cluster", srv.ClusterID())
 	return ks, "kafka " + ks.ln.Addr().String(), nil
 }
 
-// kafkaServer is the broker, its retention cleaner and its metrics
+// kafkaServer is the broker (with its retention cleaner) and its metrics
 // endpoint.
 type kafkaServer struct {
 	srv             *broker.Server
 	ln, mln         net.Listener
 	dir             string // where the listener is recorded; "": not yet
-	cleaner         *retention.Cleaner
 	msrv            *http.Server
 	shutdownTimeout time.Duration
 }
@@ -149,30 +136,17 @@ func (k *kafkaServer) Serve(ctx context.Context) error {
 	if k.msrv != nil {
 		go k.msrv.Serve(k.mln)
 	}
-	served := make(chan error, 1)
-	go func() { served <- k.srv.Serve(k.ln) }()
-	var errs []error
-	select {
-	case <-ctx.Done():
-	case err := <-served:
-		served <- err
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), k.shutdownTimeout)
-	defer cancel()
-	if err := k.srv.Shutdown(sctx); err != nil {
-		errs = append(errs, fmt.Errorf("kafka: connections cut after %s: %w", k.shutdownTimeout, err))
-	}
-	if err := <-served; !errors.Is(err, broker.ErrServerClosed) {
-		errs = append(errs, fmt.Errorf("kafka: %w", err))
-	}
+	err := k.srv.Run(ctx, k.ln, k.shutdownTimeout)
 	if k.msrv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), k.shutdownTimeout)
+		defer cancel()
 		_ = k.msrv.Shutdown(sctx)
 	}
-	if k.dir != "" {
-		consumer.WithdrawBroker(k.dir)
+	consumer.WithdrawBroker(k.dir)
+	if err != nil {
+		return fmt.Errorf("kafka: %w", err)
 	}
-	errs = append(errs, k.cleaner.Close())
-	return errors.Join(errs...)
+	return nil
 }
 
 // Close stops everything at once (a server that never served).
@@ -180,7 +154,7 @@ func (k *kafkaServer) Close() error {
 	if k.dir != "" {
 		consumer.WithdrawBroker(k.dir)
 	}
-	errs := []error{k.srv.Close(), k.cleaner.Close()}
+	errs := []error{k.srv.Close()}
 	if k.msrv != nil {
 		errs = append(errs, k.msrv.Close())
 	} else if k.mln != nil {

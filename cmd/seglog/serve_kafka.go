@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
 	"github.com/seglog/seglog/broker"
@@ -93,16 +90,12 @@ func (k *kafkaFlags) start(d *served) (server, string, error) {
 		return nil, "", fmt.Errorf("--listen: %w", err)
 	}
 	if k.metricsAddr != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(metrics.New(d.store, metrics.Options{Offsets: d.ost, Cleaner: srv.Cleaner(), Fsync: d.fsync}), bm)
-		mln, err := net.Listen("tcp", k.metricsAddr)
-		if err != nil {
+		c := metrics.New(d.store, metrics.Options{Offsets: d.ost, Cleaner: srv.Cleaner(), Fsync: d.fsync})
+		if ks.metrics, err = metrics.Listen(k.metricsAddr, c, bm); err != nil {
 			_ = ks.Close()
 			return nil, "", fmt.Errorf("--metrics: %w", err)
 		}
-		ks.msrv = &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
-		ks.mln = mln
-		log.Info("serving metrics", "addr", "http://"+mln.Addr().String()+"/metrics")
+		log.Info("serving metrics", "addr", "http://"+ks.metrics.Addr().String()+"/metrics")
 	}
 	// seglog consume --group joins groups through the broker while it
 	// serves.
@@ -123,9 +116,9 @@ func (k *kafkaFlags) start(d *served) (server, string, error) {
 // endpoint.
 type kafkaServer struct {
 	srv             *broker.Server
-	ln, mln         net.Listener
-	dir             string // where the listener is recorded; "": not yet
-	msrv            *http.Server
+	ln              net.Listener
+	metrics         *metrics.Endpoint // nil without --metrics
+	dir             string            // where the listener is recorded; "": not yet
 	shutdownTimeout time.Duration
 }
 
@@ -133,14 +126,14 @@ type kafkaServer struct {
 // connections, requests in flight answered (a waiting fetch at once),
 // for at most the shutdown timeout.
 func (k *kafkaServer) Serve(ctx context.Context) error {
-	if k.msrv != nil {
-		go k.msrv.Serve(k.mln)
+	scraped := make(chan error, 1)
+	if k.metrics != nil {
+		go func() { scraped <- k.metrics.Serve() }()
 	}
 	err := k.srv.Run(ctx, k.ln, k.shutdownTimeout)
-	if k.msrv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), k.shutdownTimeout)
-		defer cancel()
-		_ = k.msrv.Shutdown(sctx)
+	if k.metrics != nil {
+		_ = k.metrics.Close()
+		<-scraped
 	}
 	consumer.WithdrawBroker(k.dir)
 	if err != nil {
@@ -155,10 +148,8 @@ func (k *kafkaServer) Close() error {
 		consumer.WithdrawBroker(k.dir)
 	}
 	errs := []error{k.srv.Close()}
-	if k.msrv != nil {
-		errs = append(errs, k.msrv.Close())
-	} else if k.mln != nil {
-		k.mln.Close()
+	if k.metrics != nil {
+		errs = append(errs, k.metrics.Close())
 	}
 	if k.ln != nil {
 		k.ln.Close()

@@ -96,14 +96,9 @@ func printRetention(c *cli, out io.Writer, rep retention.Report, asJSON bool) in
 	if asJSON {
 		for _, d := range rep.Deletions {
 			_ = writeJSONLine(w, struct {
-				Topic      string `json:"topic"`
-				Partition  int32  `json:"partition"`
-				BaseOffset int64  `json:"base_offset"`
-				NextOffset int64  `json:"next_offset"`
-				Bytes      int64  `json:"bytes"`
-				Reason     string `json:"reason"`
-				DryRun     bool   `json:"dry_run"`
-			}{d.Topic, d.Partition, d.BaseOffset, d.NextOffset, d.Bytes, string(d.Reason), rep.DryRun})
+				retention.Deletion
+				DryRun bool `json:"dry_run"`
+			}{d, rep.DryRun})
 		}
 	} else {
 		if len(rep.Deletions) > 0 {

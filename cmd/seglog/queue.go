@@ -168,15 +168,10 @@ func queueGetCommand(e *env) *cobra.Command {
 		}
 		ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		if wait > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, wait)
-			defer cancel()
-		} else {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithCancel(ctx)
-			cancel() // a poll: Open takes what is there
-		}
+		// --wait 0 is a poll: the context has ended, and Open takes what
+		// is there.
+		ctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
 		return withQueue(c, dir, name, false, storage.Options{}, queue.Options{LeaseTimeout: leaseFor}, func(q *queue.Queue) int {
 			w := bufio.NewWriter(e.stdout)
 			for n := 0; maxN == 0 || n < maxN; n++ {

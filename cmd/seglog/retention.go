@@ -67,18 +67,11 @@ func runRetention(c *cli, pos []string, dir string, dryRun, asJSON bool, p reten
 	}
 	e := c.e
 	ropts := retention.Options{Default: p, DryRun: dryRun}
-	rep, err := retention.RunOnce(e.ctx, store, consumed, ropts)
 	// Beside a writer (a dry run is read-only), the writer's own
-	// retention may delete a segment that this listed: look again with a
-	// fresh open (Report.Stale).
-	for try := 0; err == nil && dryRun && try < 3 && rep.Stale(); try++ {
-		fresh, code := openStore(c, dir, false, opts)
-		if fresh == nil {
-			return code
-		}
-		defer fresh.Close()
-		rep, err = retention.RunOnce(e.ctx, fresh, consumed, ropts)
-	}
+	// retention may delete a segment that this listed: it looks again
+	// with a fresh open.
+	reopen := func() (*storage.Store, error) { return storage.OpenStore(dir, opts) }
+	rep, err := retention.RunOnceBeside(e.ctx, store, reopen, consumed, ropts)
 	if err != nil {
 		return c.fail("%v", err)
 	}

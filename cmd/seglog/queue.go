@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -93,9 +94,9 @@ func putLines(c *cli, q *queue.Queue, stdin io.Reader, stdout io.Writer, ttl tim
 	out := bufio.NewWriter(stdout)
 	in := bufio.NewReaderSize(stdin, 64<<10)
 	var (
-		msgs  []queue.Message
-		bytes int
-		line  int
+		msgs []queue.Message
+		size int
+		line int
 	)
 	flush := func() error {
 		if len(msgs) == 0 {
@@ -108,42 +109,38 @@ func putLines(c *cli, q *queue.Queue, stdin io.Reader, stdout io.Writer, ttl tim
 		for off := res.FirstOffset; off <= res.LastOffset; off++ {
 			fmt.Fprintln(out, off)
 		}
-		msgs, bytes = msgs[:0], 0
+		msgs, size = msgs[:0], 0
 		return out.Flush()
 	}
-	for {
+	var stopped error // why reading stopped before the end; the lines before are put
+	for stopped == nil {
 		b, err := in.ReadBytes('\n')
 		if len(b) > 0 {
 			line++
-			if b[len(b)-1] == '\n' {
-				b = b[:len(b)-1]
-			}
+			b = bytes.TrimSuffix(b, []byte("\n"))
 			if len(b) > maxLineBytes {
-				if ferr := flush(); ferr != nil {
-					return c.fail("%v", ferr)
-				}
-				return c.fail("line %d: %d bytes, more than an item can hold (%d); lines before it were put", line, len(b), maxLineBytes)
+				stopped = fmt.Errorf("line %d: %d bytes, more than an item can hold (%d); lines before it were put", line, len(b), maxLineBytes)
+				break
 			}
-			if bytes+len(b)+segment.MaxRecordOverhead > defaultBatchBytes || len(msgs) == queuePutBatch {
+			if size+len(b)+segment.MaxRecordOverhead > defaultBatchBytes || len(msgs) == queuePutBatch {
 				if err := flush(); err != nil {
 					return c.fail("%v", err)
 				}
 			}
 			msgs = append(msgs, queue.Message{Value: b, TTL: ttl})
-			bytes += len(b) + segment.MaxRecordOverhead
+			size += len(b) + segment.MaxRecordOverhead
 		}
 		if err == io.EOF {
 			break
-		}
-		if err != nil {
-			if ferr := flush(); ferr != nil {
-				return c.fail("%v", ferr)
-			}
-			return c.fail("read stdin: %v", err)
+		} else if err != nil {
+			stopped = fmt.Errorf("read stdin: %v", err)
 		}
 	}
 	if err := flush(); err != nil {
 		return c.fail("%v", err)
+	}
+	if stopped != nil {
+		return c.fail("%v", stopped)
 	}
 	return exitOK
 }

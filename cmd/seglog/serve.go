@@ -70,11 +70,8 @@ func serveCommand(e *env) *cobra.Command {
 }
 
 func (o *serveFlags) run(c *cli, pos []string) int {
-	if len(pos) > 0 {
-		return c.usageErr("unexpected argument %q (a listener's address goes after \"=\": --kestrel=ADDR)", pos[0])
-	}
-	if o.dir == "" {
-		return c.usageErr("--dir is required")
+	if code, bad := c.required(pos, "unexpected argument %q (a listener's address goes after \"=\": --kestrel=ADDR)", "dir", o.dir); bad {
+		return code
 	}
 	var on []listenerFlags
 	for _, l := range o.listeners {

@@ -137,17 +137,12 @@ func serveAll(c *cli, d *served, on []listenerFlags) int {
 	ctx, stop := signal.NotifyContext(c.e.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var servers []server
-	closeAll := func() error {
-		var errs []error
-		for _, s := range servers {
-			errs = append(errs, s.Close())
-		}
-		return errors.Join(errs...)
-	}
 	for _, l := range on {
 		s, addr, err := l.start(d)
 		if err != nil {
-			_ = closeAll()
+			for _, s := range servers {
+				_ = s.Close()
+			}
 			return c.fail("%v", err)
 		}
 		servers = append(servers, s)

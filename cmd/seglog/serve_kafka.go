@@ -131,18 +131,18 @@ func (k *kafkaServer) Serve(ctx context.Context) error {
 		go func() { scraped <- k.metrics.Serve() }()
 	}
 	err := k.srv.Run(ctx, k.ln, k.shutdownTimeout)
+	_ = k.Close() // the rest: the metrics endpoint, the record of the listener
 	if k.metrics != nil {
-		_ = k.metrics.Close()
 		<-scraped
 	}
-	consumer.WithdrawBroker(k.dir)
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)
 	}
 	return nil
 }
 
-// Close stops everything at once (a server that never served).
+// Close stops everything at once (a server that never served, or the
+// rest of one that did).
 func (k *kafkaServer) Close() error {
 	if k.dir != "" {
 		consumer.WithdrawBroker(k.dir)

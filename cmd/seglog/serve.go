@@ -29,8 +29,7 @@ type server interface {
 
 // served is what the listeners share: the data directory, opened once.
 type served struct {
-	dir   string
-	store *storage.Store
+	store *storage.Store // the data directory is its Root
 	ost   *offsets.Store
 	log   *slog.Logger
 	fsync *metrics.FsyncHistogram // the store's fsync latencies, for --metrics
@@ -97,8 +96,7 @@ func (o *serveFlags) run(c *cli, pos []string) int {
 	fsync := metrics.NewFsyncHistogram(nil)
 	opts := storage.StoreOptions{Log: storage.Options{FS: c.e.fs, Sync: policy, OnFsync: fsync.Observe}}
 	return withStores(c, o.dir, true, opts, nil, func(store *storage.Store, ost *offsets.Store) int {
-		log := slog.New(slog.NewTextHandler(c.e.stderr, nil))
-		return serveAll(c, &served{dir: o.dir, store: store, ost: ost, log: log, fsync: fsync}, on)
+		return serveAll(c, &served{store: store, ost: ost, log: slog.New(slog.NewTextHandler(c.e.stderr, nil)), fsync: fsync}, on)
 	})
 }
 

@@ -99,12 +99,12 @@ func (k *kafkaFlags) start(d *served) (server, string, error) {
 	}
 	// seglog consume --group joins groups through the broker while it
 	// serves.
-	ks.dir = d.dir
+	ks.dir = d.store.Root()
 	addr := k.advertise
 	if addr == "" {
 		addr = ks.ln.Addr().String()
 	}
-	if err := consumer.AnnounceBroker(d.dir, addr); err != nil {
+	if err := consumer.AnnounceBroker(ks.dir, addr); err != nil {
 		_ = ks.Close()
 		return nil, "", fmt.Errorf("record the Kafka listener: %w", err)
 	}

@@ -1,8 +1,11 @@
 // Package broker is seglog's Kafka-protocol server: one broker (node 0 of
 // a one-node cluster, leader of every partition) that serves Kafka
 // clients from a storage.Store, with consumer groups' commits in an
-// offsets.Store. `seglog serve` runs it; the retention cleaner and the
-// metrics endpoint run beside it in that process.
+// offsets.Store. `seglog serve` runs it, with its retention cleaner
+// (Options.Retention: a cleaner the server starts in New and stops in
+// Shutdown and Close) and, beside it in that process, the metrics
+// endpoint. Run serves a listener until a context ends and then shuts
+// the server down gracefully.
 //
 // # What it owns
 //

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/offsets"
+	"github.com/seglog/seglog/retention"
 	"github.com/seglog/seglog/storage"
 )
 
@@ -59,6 +60,12 @@ type Options struct {
 	InitialRebalanceDelay time.Duration
 	// Metrics, when set, counts requests and their latency per API.
 	Metrics *Metrics
+	// Retention, when set, runs a retention cleaner with these options
+	// over the store, with the offsets store's commits as the consumed
+	// progress, from New until Shutdown or Close (as a Kafka broker
+	// runs its log retention). When its OnRun is nil, a run that deleted
+	// or failed is logged.
+	Retention *retention.Options
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 }
@@ -100,8 +107,9 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 
-	meta   *clusterMeta // cluster id, node id, topic ids, producer ids
-	groups *coordinator
+	meta    *clusterMeta // cluster id, node id, topic ids, producer ids
+	groups  *coordinator
+	cleaner *retention.Cleaner // nil without Options.Retention
 
 	buffers bufferPool // the bodies of produce requests, for reuse
 
@@ -122,7 +130,8 @@ type Server struct {
 
 // New returns a Server over store and offs. It reads (or creates) the
 // cluster id and node id in the store's root, and gives every topic
-// without one a topic id, persisted in its partition directories.
+// without one a topic id, persisted in its partition directories. With
+// Options.Retention, it starts the retention cleaner.
 func New(store *storage.Store, offs *offsets.Store, opts Options) (*Server, error) {
 	if store == nil || offs == nil {
 		return nil, errors.New("broker: New needs a store and an offsets store")
@@ -132,15 +141,69 @@ func New(store *storage.Store, offs *offsets.Store, opts Options) (*Server, erro
 	if err != nil {
 		return nil, err
 	}
+	var cleaner *retention.Cleaner
+	if opts.Retention != nil {
+		ropts := *opts.Retention
+		if ropts.OnRun == nil {
+			ropts.OnRun = logRetention(opts.Logger)
+		}
+		if cleaner, err = retention.New(store, offs, ropts); err != nil {
+			return nil, fmt.Errorf("broker: retention: %w", err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{store: store, offsets: offs, opts: opts, log: opts.Logger, meta: meta,
+	s := &Server{store: store, offsets: offs, opts: opts, log: opts.Logger, meta: meta, cleaner: cleaner,
 		ctx: ctx, cancel: cancel, listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
 	s.groups = newCoordinator(s)
+	if cleaner != nil {
+		cleaner.Start()
+	}
 	return s, nil
+}
+
+// logRetention logs each cleaner run that deleted or failed.
+func logRetention(log *slog.Logger) func(retention.Report, error) {
+	return func(rep retention.Report, err error) {
+		if err != nil {
+			log.Error("retention run failed", "err", err)
+			return
+		}
+		if len(rep.Deletions) > 0 || len(rep.Failures) > 0 {
+			log.Info("retention run", "segments", len(rep.Deletions), "bytes", rep.Bytes(), "failures", len(rep.Failures))
+		}
+	}
 }
 
 // ClusterID is the cluster id persisted in the data directory.
 func (s *Server) ClusterID() string { return s.meta.clusterID }
+
+// Cleaner is the retention cleaner the server runs (Options.Retention),
+// for its metrics; nil without one.
+func (s *Server) Cleaner() *retention.Cleaner { return s.cleaner }
+
+// Run serves ln (Serve) until ctx ends or Serve fails, then shuts the
+// server down (Shutdown), cutting the connections still busy after
+// timeout. It returns nil after a clean stop: what Serve failed with, or
+// that connections had to be cut.
+func (s *Server) Run(ctx context.Context, ln net.Listener, timeout time.Duration) error {
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		served <- err
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var errs []error
+	if err := s.Shutdown(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("connections cut after %s: %w", timeout, err))
+	}
+	if err := <-served; !errors.Is(err, ErrServerClosed) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
 
 // Serve accepts connections on ln and serves each on goroutines of its
 // own until Shutdown or Close, then returns ErrServerClosed. ln is
@@ -240,7 +303,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	s.groups.close()
-	return err
+	return errors.Join(err, s.closeCleaner())
 }
 
 // Close closes the listeners and every connection at once, in-flight
@@ -256,7 +319,15 @@ func (s *Server) Close() error {
 	s.closeConns()
 	s.wg.Wait()
 	s.groups.close()
-	return nil
+	return s.closeCleaner()
+}
+
+// closeCleaner stops the retention cleaner, if any, and waits for it.
+func (s *Server) closeCleaner() error {
+	if s.cleaner == nil {
+		return nil
+	}
+	return s.cleaner.Close()
 }
 
 func (s *Server) closeConns() {

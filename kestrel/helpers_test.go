@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,14 +57,12 @@ func (s *server) startWith(logSync storage.SyncPolicy, ostSync offsets.SyncPolic
 	var err error
 	s.store, err = storage.OpenStore(s.dir, storage.StoreOptions{Log: storage.Options{Sync: logSync}})
 	require.NoError(t, err)
-	s.ost, err = offsets.Open(filepath.Join(s.dir, "offsets"), offsets.Options{Sync: ostSync})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s.ost, err = offsets.Open(offsets.Dir(s.dir), offsets.Options{Sync: ostSync})
 	require.NoError(t, err)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s.srv, err = kestrel.New(ln, s.store, s.ost, opts)
+	s.srv, err = kestrel.Listen("127.0.0.1:0", s.store, s.ost, opts)
 	require.NoError(t, err)
 	s.done, s.hasServed = make(chan error, 1), false
 	go func() { s.done <- s.srv.Serve(context.Background()) }()

@@ -139,6 +139,21 @@ func New(ln net.Listener, store *storage.Store, ost *offsets.Store, opts Options
 	return s, nil
 }
 
+// Listen listens on addr (host:port; port 0: any free port) and returns
+// New's server over it; the listener is closed if New fails.
+func Listen(addr string, store *storage.Store, ost *offsets.Store, opts Options) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(ln, store, ost, opts)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
 // Addr returns the listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 

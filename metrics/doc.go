@@ -1,11 +1,12 @@
 // Package metrics exposes a seglog data directory to Prometheus. It owns
 // the Collector (a prometheus.Collector over a storage.Store and,
 // optionally, an offsets.Store and a retention.Cleaner), the fsync latency
-// histogram that storage.Options.OnFsync feeds (FsyncHistogram), and
+// histogram that storage.Options.OnFsync feeds (FsyncHistogram),
 // WriteText, which prints what collectors collect in the Prometheus text
-// format (seglog metrics). It owns no file and changes nothing: a scrape
-// only reads counters the engine keeps, so the engine packages stay free
-// of the Prometheus dependency.
+// format (seglog metrics), and Endpoint, which answers scrapes over HTTP.
+// It owns no file and changes nothing: a scrape only reads counters the
+// engine keeps, so the engine packages stay free of the Prometheus
+// dependency.
 //
 // # Wiring
 //
@@ -23,7 +24,9 @@
 //	}))
 //
 // Offsets, Cleaner and Fsync may each be nil: their metrics are then left
-// out. To tell two stores of one process apart, register each collector
+// out. A process without an HTTP server of its own answers scrapes with
+// an Endpoint (Listen, then Serve until Close), as seglog serve --metrics
+// does. To tell two stores of one process apart, register each collector
 // through prometheus.WrapRegistererWith with a label of your own.
 //
 // # What a scrape reads

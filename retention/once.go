@@ -59,6 +59,25 @@ func RunOnce(ctx context.Context, store *storage.Store, consumed Consumed, opts 
 	return rep, err
 }
 
+// RunOnceBeside is RunOnce for a dry run over a read-only store opened
+// beside a process that writes the data directory. While the report is
+// Stale, it runs again, at most three more times, over a store that
+// reopen opens afresh (and closes after the run), and returns the last
+// report. A run that deletes holds the store's lock, so no other process
+// deletes beside it: it runs once.
+func RunOnceBeside(ctx context.Context, store *storage.Store, reopen func() (*storage.Store, error), consumed Consumed, opts Options) (Report, error) {
+	rep, err := RunOnce(ctx, store, consumed, opts)
+	for try := 0; err == nil && opts.DryRun && try < 3 && rep.Stale(); try++ {
+		fresh, oerr := reopen()
+		if oerr != nil {
+			return rep, oerr
+		}
+		rep, err = RunOnce(ctx, fresh, consumed, opts)
+		err = errors.Join(err, fresh.Close())
+	}
+	return rep, err
+}
+
 // Stale reports whether the run failed only on partitions where a
 // segment file it listed was gone. A read-only store opened between a
 // writer's advance of a log's start and the removal of the segments below

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -71,4 +72,31 @@ func TestReportStaleWhenOnlyListedSegmentsWereGone(t *testing.T) {
 func TestNoConsumersReadsNothing(t *testing.T) {
 	_, ok := NoConsumers{}.MinCommitted("t", 0)
 	assert.False(t, ok)
+}
+
+func TestRunOnceBesideLooksAgainWhenADryRunListedWhatIsGone(t *testing.T) {
+	root := t.TempDir()
+	w := openStore(t, root, storage.StoreOptions{Log: smallLog()})
+	makeTopic(t, w, "gone", 1, 4, 10, at(t0.Add(-48*time.Hour)))
+	makeTopic(t, w, "kept", 1, 4, 10, at(t0.Add(-48*time.Hour)))
+	require.NoError(t, w.Close())
+	dry := Options{Default: Policy{MaxAge: time.Hour}, Now: func() time.Time { return t0 }, DryRun: true}
+	readOnly := storage.StoreOptions{Log: storage.Options{ReadOnly: true}}
+	reopens := 0
+	reopen := func() (*storage.Store, error) { reopens++; return storage.OpenStore(root, readOnly) }
+
+	rep, err := RunOnceBeside(context.Background(), openStore(t, root, readOnly), reopen, NoConsumers{}, dry)
+	require.NoError(t, err)
+	assert.Zero(t, reopens, "a report that is not stale is the answer")
+	assert.Len(t, rep.Deletions, 8)
+
+	// A partition the store listed at its open is gone when the run
+	// reaches it: the report is stale, and a fresh store lists what is.
+	r := openStore(t, root, readOnly)
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "gone-0")))
+	rep, err = RunOnceBeside(context.Background(), r, reopen, NoConsumers{}, dry)
+	require.NoError(t, err)
+	assert.Equal(t, 1, reopens, "one fresh open")
+	assert.False(t, rep.Stale(), "%+v", rep.Failures)
+	assert.Len(t, rep.Deletions, 4, "what the fresh store lists")
 }

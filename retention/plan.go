@@ -48,14 +48,16 @@ func (p Policy) validate() error {
 	return nil
 }
 
-// Deletion is one segment deleted (or, in a dry run, that would be).
+// Deletion is one segment deleted (or, in a dry run, that would be). Its
+// JSON form, with the names below, is what seglog retention --json
+// prints.
 type Deletion struct {
-	Topic      string
-	Partition  int32
-	BaseOffset int64 // first offset of the segment
-	NextOffset int64 // offset after its last record: the start offset once it is gone
-	Bytes      int64 // size of its .log
-	Reason     Reason
+	Topic      string `json:"topic"`
+	Partition  int32  `json:"partition"`
+	BaseOffset int64  `json:"base_offset"` // first offset of the segment
+	NextOffset int64  `json:"next_offset"` // offset after its last record: the start offset once it is gone
+	Bytes      int64  `json:"bytes"`       // size of its .log
+	Reason     Reason `json:"reason"`
 }
 
 // expired reports whether a segment's newest record is older than maxAge.

@@ -1,6 +1,7 @@
 package retention
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -106,4 +107,10 @@ func TestPlanDoesNotModifyInput(t *testing.T) {
 	cp := append([]storage.SegmentInfo(nil), in...)
 	_ = Plan(in, Policy{Consumed: true, MaxAge: time.Second, MaxBytes: 1}, 100, true, t0)
 	assert.Equal(t, cp, in)
+}
+
+func TestDeletionJSONNamesItsFields(t *testing.T) {
+	b, err := json.Marshal(Deletion{Topic: "t", Partition: 2, BaseOffset: 10, NextOffset: 20, Bytes: 100, Reason: ReasonAge})
+	assert.NoError(t, err)
+	assert.JSONEq(t, `{"topic":"t","partition":2,"base_offset":10,"next_offset":20,"bytes":100,"reason":"age"}`, string(b))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,62 +31,31 @@ func queueCommand(e *env) *cobra.Command {
 	return cmd
 }
 
-// openedQueue is a queue with the stores it was opened on.
-type openedQueue struct {
-	q     *queue.Queue
-	ost   *offsets.Store
-	store *storage.Store
-}
-
-// close closes the queue and the stores, returning the first error.
-func (o *openedQueue) close() error {
-	var errs []error
-	if o.q != nil {
-		if err := o.q.Close(); err != nil && !errors.Is(err, queue.ErrClosed) {
-			errs = append(errs, err)
-		}
-	}
-	if o.ost != nil {
-		if err := o.ost.Close(); err != nil && !errors.Is(err, offsets.ErrClosed) {
-			errs = append(errs, err)
-		}
-	}
-	if o.store != nil {
-		if err := o.store.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// openQueue opens queue name in dir. With create, the data directory and
-// the queue are created when missing; without, a missing queue is an
-// error. It reports failures and returns nil and the exit code.
-func openQueue(c *cli, dir, name string, create bool, logOpts storage.Options, qopts queue.Options) (*openedQueue, int) {
+// withQueue opens queue name in dir, runs fn on it, and closes the queue
+// and its stores; a failure to close fails the command. With create, the
+// data directory and the queue are created when missing; without, a
+// missing queue is an error.
+func withQueue(c *cli, dir, name string, create bool, logOpts storage.Options, qopts queue.Options, fn func(*queue.Queue) int) int {
 	if err := storage.ValidateTopic(name); err != nil {
-		return nil, c.usageErr("--queue: %v", err)
+		return c.usageErr("--queue: %v", err)
 	}
-	store, code := openStore(c, dir, create, storage.StoreOptions{Log: logOpts})
-	if store == nil {
-		return nil, code
-	}
-	o := &openedQueue{store: store}
-	if !create {
-		if _, err := store.Partitions(name); errors.Is(err, storage.ErrUnknownTopic) {
-			o.close()
-			return nil, c.fail("queue %s does not exist in %s", name, dir)
+	exists := func(store *storage.Store) error {
+		if _, err := store.Partitions(name); !create && errors.Is(err, storage.ErrUnknownTopic) {
+			return fmt.Errorf("queue %s does not exist in %s", name, dir)
 		}
+		return nil
 	}
-	var err error
-	if o.ost, err = openOffsets(dir); err != nil {
-		o.close()
-		return nil, c.fail("%v", err)
-	}
-	if o.q, err = queue.Open(store, o.ost, name, qopts); err != nil {
-		o.close()
-		return nil, c.fail("%v", err)
-	}
-	return o, exitOK
+	return withStores(c, dir, create, storage.StoreOptions{Log: logOpts}, exists, func(store *storage.Store, ost *offsets.Store) int {
+		q, err := queue.Open(store, ost, name, qopts)
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		code := fn(q)
+		if err := q.Close(); err != nil && code == exitOK {
+			return c.fail("%v", err)
+		}
+		return code
+	})
 }
 
 // queuePutBatch caps the lines of one append.
@@ -105,18 +75,9 @@ func queuePutCommand(e *env) *cobra.Command {
 		if err != nil {
 			return c.usageErr("%v", err)
 		}
-		o, code := openQueue(c, dir, name, true, storage.Options{Sync: sync}, queue.Options{SweepInterval: -1})
-		if o == nil {
-			return code
-		}
-		defer o.close()
-		if code := putLines(c, o.q, e.stdin, e.stdout, ttl); code != exitOK {
-			return code
-		}
-		if err := o.close(); err != nil {
-			return c.fail("%v", err)
-		}
-		return exitOK
+		return withQueue(c, dir, name, true, storage.Options{Sync: sync}, queue.Options{SweepInterval: -1}, func(q *queue.Queue) int {
+			return putLines(c, q, e.stdin, e.stdout, ttl)
+		})
 	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required; created if needed)")
@@ -133,9 +94,9 @@ func putLines(c *cli, q *queue.Queue, stdin io.Reader, stdout io.Writer, ttl tim
 	out := bufio.NewWriter(stdout)
 	in := bufio.NewReaderSize(stdin, 64<<10)
 	var (
-		msgs  []queue.Message
-		bytes int
-		line  int
+		msgs []queue.Message
+		size int
+		line int
 	)
 	flush := func() error {
 		if len(msgs) == 0 {
@@ -148,42 +109,38 @@ func putLines(c *cli, q *queue.Queue, stdin io.Reader, stdout io.Writer, ttl tim
 		for off := res.FirstOffset; off <= res.LastOffset; off++ {
 			fmt.Fprintln(out, off)
 		}
-		msgs, bytes = msgs[:0], 0
+		msgs, size = msgs[:0], 0
 		return out.Flush()
 	}
-	for {
+	var stopped error // why reading stopped before the end; the lines before are put
+	for stopped == nil {
 		b, err := in.ReadBytes('\n')
 		if len(b) > 0 {
 			line++
-			if b[len(b)-1] == '\n' {
-				b = b[:len(b)-1]
-			}
+			b = bytes.TrimSuffix(b, []byte("\n"))
 			if len(b) > maxLineBytes {
-				if ferr := flush(); ferr != nil {
-					return c.fail("%v", ferr)
-				}
-				return c.fail("line %d: %d bytes, more than an item can hold (%d); lines before it were put", line, len(b), maxLineBytes)
+				stopped = fmt.Errorf("line %d: %d bytes, more than an item can hold (%d); lines before it were put", line, len(b), maxLineBytes)
+				break
 			}
-			if bytes+len(b)+segment.MaxRecordOverhead > defaultBatchBytes || len(msgs) == queuePutBatch {
+			if size+len(b)+segment.MaxRecordOverhead > defaultBatchBytes || len(msgs) == queuePutBatch {
 				if err := flush(); err != nil {
 					return c.fail("%v", err)
 				}
 			}
 			msgs = append(msgs, queue.Message{Value: b, TTL: ttl})
-			bytes += len(b) + segment.MaxRecordOverhead
+			size += len(b) + segment.MaxRecordOverhead
 		}
 		if err == io.EOF {
 			break
-		}
-		if err != nil {
-			if ferr := flush(); ferr != nil {
-				return c.fail("%v", ferr)
-			}
-			return c.fail("read stdin: %v", err)
+		} else if err != nil {
+			stopped = fmt.Errorf("read stdin: %v", err)
 		}
 	}
 	if err := flush(); err != nil {
 		return c.fail("%v", err)
+	}
+	if stopped != nil {
+		return c.fail("%v", stopped)
 	}
 	return exitOK
 }
@@ -206,45 +163,34 @@ func queueGetCommand(e *env) *cobra.Command {
 		case format != "text" && format != "json":
 			return c.usageErr("--format %q: want text or json", format)
 		}
-		o, code := openQueue(c, dir, name, false, storage.Options{}, queue.Options{LeaseTimeout: leaseFor})
-		if o == nil {
-			return code
-		}
-		defer o.close()
 		ctx, stop := signal.NotifyContext(e.ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		if wait > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, wait)
-			defer cancel()
-		} else {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithCancel(ctx)
-			cancel() // a poll: Open takes what is there
-		}
-		w := bufio.NewWriter(e.stdout)
-		for n := 0; maxN == 0 || n < maxN; n++ {
-			it, err := o.q.Open(ctx)
-			if err != nil {
-				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-					break
+		// --wait 0 is a poll: the context has ended, and Open takes what
+		// is there.
+		ctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		return withQueue(c, dir, name, false, storage.Options{}, queue.Options{LeaseTimeout: leaseFor}, func(q *queue.Queue) int {
+			w := bufio.NewWriter(e.stdout)
+			for n := 0; maxN == 0 || n < maxN; n++ {
+				it, err := q.Open(ctx)
+				if err != nil {
+					if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+						break
+					}
+					return c.fail("%v", err)
 				}
-				return c.fail("%v", err)
-			}
-			if err := printQueueItem(w, &it, format == "json"); err != nil {
-				if aerr := o.q.Abort(it.Lease); aerr != nil {
-					return c.fail("write stdout: %v; giving item %d back: %v (it is handed out again after its lease)", err, it.Offset, aerr)
+				if err := printQueueItem(w, &it, format == "json"); err != nil {
+					if aerr := q.Abort(it.Lease); aerr != nil {
+						return c.fail("write stdout: %v; giving item %d back: %v (it is handed out again after its lease)", err, it.Offset, aerr)
+					}
+					return c.fail("write stdout: %v (item %d is not removed)", err, it.Offset)
 				}
-				return c.fail("write stdout: %v (item %d is not removed)", err, it.Offset)
+				if err := q.Confirm(it.Lease); err != nil {
+					return c.fail("item %d was printed but not removed (it will be handed out again): %v", it.Offset, err)
+				}
 			}
-			if err := o.q.Confirm(it.Lease); err != nil {
-				return c.fail("item %d was printed but not removed (it will be handed out again): %v", it.Offset, err)
-			}
-		}
-		if err := o.close(); err != nil {
-			return c.fail("%v", err)
-		}
-		return exitOK
+			return exitOK
+		})
 	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required)")
@@ -269,25 +215,19 @@ func queuePeekCommand(e *env) *cobra.Command {
 		case format != "text" && format != "json":
 			return c.usageErr("--format %q: want text or json", format)
 		}
-		o, code := openQueue(c, dir, name, false, storage.Options{}, queue.Options{SweepInterval: -1})
-		if o == nil {
-			return code
-		}
-		defer o.close()
-		items, err := o.q.Peek(maxN)
-		if err != nil {
-			return c.fail("%v", err)
-		}
-		w := bufio.NewWriter(e.stdout)
-		for i := range items {
-			if err := printQueueItem(w, &items[i], format == "json"); err != nil {
-				return c.fail("write stdout: %v", err)
+		return withQueue(c, dir, name, false, storage.Options{}, queue.Options{SweepInterval: -1}, func(q *queue.Queue) int {
+			items, err := q.Peek(maxN)
+			if err != nil {
+				return c.fail("%v", err)
 			}
-		}
-		if err := o.close(); err != nil {
-			return c.fail("%v", err)
-		}
-		return exitOK
+			w := bufio.NewWriter(e.stdout)
+			for i := range items {
+				if err := printQueueItem(w, &items[i], format == "json"); err != nil {
+					return c.fail("write stdout: %v", err)
+				}
+			}
+			return exitOK
+		})
 	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required)")
@@ -314,29 +254,23 @@ func queueStatsCommand(e *env) *cobra.Command {
 		}
 		names := []string{name}
 		if name == "" {
-			store, code := openStore(c, dir, false, storage.StoreOptions{})
-			if store == nil {
+			code := withStores(c, dir, false, storage.StoreOptions{}, nil, func(store *storage.Store, ost *offsets.Store) int {
+				names = queue.List(store, ost)
+				return exitOK
+			})
+			if code != exitOK {
 				return code
 			}
-			ost, err := openOffsets(dir)
-			if err != nil {
-				store.Close()
-				return c.fail("%v", err)
-			}
-			names = queue.List(store, ost)
-			ost.Close()
-			store.Close()
 		}
 		var rows []queueStatsRow
 		for _, n := range names {
-			o, code := openQueue(c, dir, n, false, storage.Options{}, queue.Options{SweepInterval: -1})
-			if o == nil {
+			code := withQueue(c, dir, n, false, storage.Options{}, queue.Options{SweepInterval: -1}, func(q *queue.Queue) int {
+				st := q.Stats()
+				rows = append(rows, queueStatsRow{Queue: n, Position: st.Head, End: st.End, Pending: st.Pending, ConfirmedAbove: st.ConfirmedAbove})
+				return exitOK
+			})
+			if code != exitOK {
 				return code
-			}
-			st := o.q.Stats()
-			rows = append(rows, queueStatsRow{Queue: n, Position: st.Head, End: st.End, Pending: st.Pending, ConfirmedAbove: st.ConfirmedAbove})
-			if err := o.close(); err != nil {
-				return c.fail("%v", err)
 			}
 		}
 		w := bufio.NewWriter(e.stdout)

@@ -67,18 +67,11 @@ func runRetention(c *cli, pos []string, dir string, dryRun, asJSON bool, p reten
 	}
 	e := c.e
 	ropts := retention.Options{Default: p, DryRun: dryRun}
-	rep, err := retention.RunOnce(e.ctx, store, consumed, ropts)
 	// Beside a writer (a dry run is read-only), the writer's own
-	// retention may delete a segment that this listed: look again with a
-	// fresh open (Report.Stale).
-	for try := 0; err == nil && dryRun && try < 3 && rep.Stale(); try++ {
-		fresh, code := openStore(c, dir, false, opts)
-		if fresh == nil {
-			return code
-		}
-		defer fresh.Close()
-		rep, err = retention.RunOnce(e.ctx, fresh, consumed, ropts)
-	}
+	// retention may delete a segment that this listed: it looks again
+	// with a fresh open.
+	reopen := func() (*storage.Store, error) { return storage.OpenStore(dir, opts) }
+	rep, err := retention.RunOnceBeside(e.ctx, store, reopen, consumed, ropts)
 	if err != nil {
 		return c.fail("%v", err)
 	}
@@ -96,14 +89,9 @@ func printRetention(c *cli, out io.Writer, rep retention.Report, asJSON bool) in
 	if asJSON {
 		for _, d := range rep.Deletions {
 			_ = writeJSONLine(w, struct {
-				Topic      string `json:"topic"`
-				Partition  int32  `json:"partition"`
-				BaseOffset int64  `json:"base_offset"`
-				NextOffset int64  `json:"next_offset"`
-				Bytes      int64  `json:"bytes"`
-				Reason     string `json:"reason"`
-				DryRun     bool   `json:"dry_run"`
-			}{d.Topic, d.Partition, d.BaseOffset, d.NextOffset, d.Bytes, string(d.Reason), rep.DryRun})
+				retention.Deletion
+				DryRun bool `json:"dry_run"`
+			}{d, rep.DryRun})
 		}
 	} else {
 		if len(rep.Deletions) > 0 {

@@ -29,8 +29,7 @@ type server interface {
 
 // served is what the listeners share: the data directory, opened once.
 type served struct {
-	dir   string
-	store *storage.Store
+	store *storage.Store // the data directory is its Root
 	ost   *offsets.Store
 	log   *slog.Logger
 	fsync *metrics.FsyncHistogram // the store's fsync latencies, for --metrics
@@ -70,11 +69,8 @@ func serveCommand(e *env) *cobra.Command {
 }
 
 func (o *serveFlags) run(c *cli, pos []string) int {
-	if len(pos) > 0 {
-		return c.usageErr("unexpected argument %q (a listener's address goes after \"=\": --kestrel=ADDR)", pos[0])
-	}
-	if o.dir == "" {
-		return c.usageErr("--dir is required")
+	if code, bad := c.required(pos, "unexpected argument %q (a listener's address goes after \"=\": --kestrel=ADDR)", "dir", o.dir); bad {
+		return code
 	}
 	var on []listenerFlags
 	for _, l := range o.listeners {
@@ -98,19 +94,37 @@ func (o *serveFlags) run(c *cli, pos []string) int {
 		return c.usageErr("%v", err)
 	}
 	fsync := metrics.NewFsyncHistogram(nil)
-	store, code := openStore(c, o.dir, true, storage.StoreOptions{Log: storage.Options{FS: c.e.fs, Sync: policy, OnFsync: fsync.Observe}})
+	opts := storage.StoreOptions{Log: storage.Options{FS: c.e.fs, Sync: policy, OnFsync: fsync.Observe}}
+	return withStores(c, o.dir, true, opts, nil, func(store *storage.Store, ost *offsets.Store) int {
+		return serveAll(c, &served{store: store, ost: ost, log: slog.New(slog.NewTextHandler(c.e.stderr, nil)), fsync: fsync}, on)
+	})
+}
+
+// withStores opens the data directory's store with opts (creating the
+// directory when create is set) and its offset store, runs fn on them and
+// closes both; a failure to close fails the command. check, when not nil,
+// is asked of the store before the offset store opens (and is created):
+// its error fails the command.
+func withStores(c *cli, dir string, create bool, opts storage.StoreOptions, check func(*storage.Store) error, fn func(*storage.Store, *offsets.Store) int) int {
+	store, code := openStore(c, dir, create, opts)
 	if store == nil {
 		return code
 	}
-	ost, err := openOffsets(o.dir)
+	var err error
+	if check != nil {
+		err = check(store)
+	}
+	var ost *offsets.Store
+	if err == nil {
+		ost, err = openOffsets(dir)
+	}
 	if err != nil {
 		_ = store.Close()
 		return c.fail("%v", err)
 	}
-	d := &served{dir: o.dir, store: store, ost: ost, log: slog.New(slog.NewTextHandler(c.e.stderr, nil)), fsync: fsync}
-	code = serveAll(c, d, on)
+	code = fn(store, ost)
 	if err := errors.Join(ost.Close(), store.Close()); err != nil {
-		return c.fail("closing %s: %v", o.dir, err)
+		return c.fail("closing %s: %v", dir, err)
 	}
 	return code
 }
@@ -121,17 +135,12 @@ func serveAll(c *cli, d *served, on []listenerFlags) int {
 	ctx, stop := signal.NotifyContext(c.e.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var servers []server
-	closeAll := func() error {
-		var errs []error
-		for _, s := range servers {
-			errs = append(errs, s.Close())
-		}
-		return errors.Join(errs...)
-	}
 	for _, l := range on {
 		s, addr, err := l.start(d)
 		if err != nil {
-			_ = closeAll()
+			for _, s := range servers {
+				_ = s.Close()
+			}
 			return c.fail("%v", err)
 		}
 		servers = append(servers, s)

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
 	"github.com/seglog/seglog/broker"
@@ -82,63 +79,46 @@ func (k *kafkaFlags) start(d *served) (server, string, error) {
 	srv, err := broker.New(d.store, d.ost, broker.Options{
 		Logger: log, Advertise: k.advertise, MaxRequestBytes: int(k.maxRequestBytes), IdleTimeout: k.idleTimeout,
 		NoAutoCreateTopics: !k.autoCreate, DefaultPartitions: k.partitions, InitialRebalanceDelay: k.rebalanceDelay, Metrics: bm,
+		Retention: &retention.Options{Interval: k.retentionInterval},
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	cleaner, err := retention.New(d.store, d.ost, retention.Options{Interval: k.retentionInterval, OnRun: func(rep retention.Report, err error) {
-		if err != nil {
-			log.Error("retention run failed", "err", err)
-			return
-		}
-		if len(rep.Deletions) > 0 || len(rep.Failures) > 0 {
-			log.Info("retention run", "segments", len(rep.Deletions), "bytes", rep.Bytes(), "failures", len(rep.Failures))
-		}
-	}})
-	if err != nil {
-		return nil, "", fmt.Errorf("retention: %w", err)
-	}
-	ks := &kafkaServer{srv: srv, cleaner: cleaner, shutdownTimeout: k.shutdownTimeout}
+	ks := &kafkaServer{srv: srv, shutdownTimeout: k.shutdownTimeout}
 	if ks.ln, err = net.Listen("tcp", k.listen); err != nil {
 		_ = ks.Close()
 		return nil, "", fmt.Errorf("--listen: %w", err)
 	}
 	if k.metricsAddr != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(metrics.New(d.store, metrics.Options{Offsets: d.ost, Cleaner: cleaner, Fsync: d.fsync}), bm)
-		mln, err := net.Listen("tcp", k.metricsAddr)
-		if err != nil {
+		c := metrics.New(d.store, metrics.Options{Offsets: d.ost, Cleaner: srv.Cleaner(), Fsync: d.fsync})
+		if ks.metrics, err = metrics.Listen(k.metricsAddr, c, bm); err != nil {
 			_ = ks.Close()
 			return nil, "", fmt.Errorf("--metrics: %w", err)
 		}
-		ks.msrv = &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
-		ks.mln = mln
-		log.Info("serving metrics", "addr", "http://"+mln.Addr().String()+"/metrics")
+		log.Info("serving metrics", "addr", "http://"+ks.metrics.Addr().String()+"/metrics")
 	}
 	// seglog consume --group joins groups through the broker while it
 	// serves.
-	ks.dir = d.dir
+	ks.dir = d.store.Root()
 	addr := k.advertise
 	if addr == "" {
 		addr = ks.ln.Addr().String()
 	}
-	if err := consumer.AnnounceBroker(d.dir, addr); err != nil {
+	if err := consumer.AnnounceBroker(ks.dir, addr); err != nil {
 		_ = ks.Close()
 		return nil, "", fmt.Errorf("record the Kafka listener: %w", err)
 	}
-	cleaner.Start()
 	log.Info("serving Kafka clients", "addr", ks.ln.Addr().String(), "cluster", srv.ClusterID())
 	return ks, "kafka " + ks.ln.Addr().String(), nil
 }
 
-// kafkaServer is the broker, its retention cleaner and its metrics
+// kafkaServer is the broker (with its retention cleaner) and its metrics
 // endpoint.
 type kafkaServer struct {
 	srv             *broker.Server
-	ln, mln         net.Listener
-	dir             string // where the listener is recorded; "": not yet
-	cleaner         *retention.Cleaner
-	msrv            *http.Server
+	ln              net.Listener
+	metrics         *metrics.Endpoint // nil without --metrics
+	dir             string            // where the listener is recorded; "": not yet
 	shutdownTimeout time.Duration
 }
 
@@ -146,45 +126,30 @@ type kafkaServer struct {
 // connections, requests in flight answered (a waiting fetch at once),
 // for at most the shutdown timeout.
 func (k *kafkaServer) Serve(ctx context.Context) error {
-	if k.msrv != nil {
-		go k.msrv.Serve(k.mln)
+	scraped := make(chan error, 1)
+	if k.metrics != nil {
+		go func() { scraped <- k.metrics.Serve() }()
 	}
-	served := make(chan error, 1)
-	go func() { served <- k.srv.Serve(k.ln) }()
-	var errs []error
-	select {
-	case <-ctx.Done():
-	case err := <-served:
-		served <- err
+	err := k.srv.Run(ctx, k.ln, k.shutdownTimeout)
+	_ = k.Close() // the rest: the metrics endpoint, the record of the listener
+	if k.metrics != nil {
+		<-scraped
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), k.shutdownTimeout)
-	defer cancel()
-	if err := k.srv.Shutdown(sctx); err != nil {
-		errs = append(errs, fmt.Errorf("kafka: connections cut after %s: %w", k.shutdownTimeout, err))
+	if err != nil {
+		return fmt.Errorf("kafka: %w", err)
 	}
-	if err := <-served; !errors.Is(err, broker.ErrServerClosed) {
-		errs = append(errs, fmt.Errorf("kafka: %w", err))
-	}
-	if k.msrv != nil {
-		_ = k.msrv.Shutdown(sctx)
-	}
-	if k.dir != "" {
-		consumer.WithdrawBroker(k.dir)
-	}
-	errs = append(errs, k.cleaner.Close())
-	return errors.Join(errs...)
+	return nil
 }
 
-// Close stops everything at once (a server that never served).
+// Close stops everything at once (a server that never served, or the
+// rest of one that did).
 func (k *kafkaServer) Close() error {
 	if k.dir != "" {
 		consumer.WithdrawBroker(k.dir)
 	}
-	errs := []error{k.srv.Close(), k.cleaner.Close()}
-	if k.msrv != nil {
-		errs = append(errs, k.msrv.Close())
-	} else if k.mln != nil {
-		k.mln.Close()
+	errs := []error{k.srv.Close()}
+	if k.metrics != nil {
+		errs = append(errs, k.metrics.Close())
 	}
 	if k.ln != nil {
 		k.ln.Close()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -46,11 +45,7 @@ func (k *kestrelFlags) check() error {
 }
 
 func (k *kestrelFlags) start(d *served) (server, string, error) {
-	ln, err := net.Listen("tcp", k.addr)
-	if err != nil {
-		return nil, "", fmt.Errorf("--kestrel: %w", err)
-	}
-	s, err := kestrel.New(ln, d.store, d.ost, kestrel.Options{
+	s, err := kestrel.Listen(k.addr, d.store, d.ost, kestrel.Options{
 		MaxItemSize:    int(k.maxItem),
 		MaxOpenReads:   k.maxOpenReads,
 		IdleTimeout:    k.idle,
@@ -58,8 +53,7 @@ func (k *kestrelFlags) start(d *served) (server, string, error) {
 		Logger:         d.log.With("listener", "kestrel"),
 	})
 	if err != nil {
-		_ = ln.Close()
-		return nil, "", err
+		return nil, "", fmt.Errorf("--kestrel: %w", err)
 	}
-	return s, "kestrel " + ln.Addr().String(), nil
+	return s, "kestrel " + s.Addr().String(), nil
 }

@@ -23,7 +23,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,7 +67,7 @@ func (w kestrelBench) Run(ctx context.Context, env *bench.Env) ([]bench.Result, 
 		return nil, err
 	}
 	defer store.Close()
-	ost, err := offsets.Open(filepath.Join(dir, "offsets"), offsets.Options{})
+	ost, err := offsets.Open(offsets.Dir(dir), offsets.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -105,18 +104,13 @@ func (w kestrelBench) Run(ctx context.Context, env *bench.Env) ([]bench.Result, 
 	}
 
 	// Over loopback.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := kestrel.Listen("127.0.0.1:0", store, ost, kestrel.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxItemSize: max(w.ValueSize, 1)})
 	if err != nil {
-		return nil, err
-	}
-	srv, err := kestrel.New(ln, store, ost, kestrel.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxItemSize: max(w.ValueSize, 1)})
-	if err != nil {
-		_ = ln.Close()
 		return nil, err
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background()) }()
-	addr := ln.Addr().String()
+	addr := srv.Addr().String()
 	setReq := fmt.Sprintf("set net 0 0 %d\r\n%s\r\n", len(value), value)
 	set, err := w.loop(ctx, env, func(int) (func() error, func(), error) {
 		c, err := Dial(addr)

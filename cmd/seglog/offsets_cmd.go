@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/seglog/seglog/consumer"
 	"github.com/seglog/seglog/storage"
@@ -74,7 +72,7 @@ func offsetsCommand(e *env) *cobra.Command {
 // printLag prints rows to out, as a table or as JSON lines; with maxLag
 // at least 0, it warns of every lag over maxLag and then fails.
 func printLag(c *cli, out io.Writer, rows []consumer.Lag, asJSON bool, maxLag int64) int {
-	code := printRows(c, out, rows, asJSON, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tLOG-START\tLOG-END\tLAG", func(r consumer.Lag) string {
+	code := printRows(c, out, rows, asJSON, false, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tLOG-START\tLOG-END\tLAG", func(r consumer.Lag) string {
 		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s\t%s", r.Group, r.Topic, r.Partition, optInt(r.Committed), optInt(r.LogStart), optInt(r.LogEnd), optInt(r.Lag))
 	})
 	if code != exitOK || maxLag < 0 {
@@ -89,29 +87,6 @@ func printLag(c *cli, out io.Writer, rows []consumer.Lag, asJSON bool, maxLag in
 	}
 	if over > 0 {
 		return exitFailure
-	}
-	return exitOK
-}
-
-// printRows prints rows to out as JSON lines, or as a table: header and
-// then the tab-separated cells of each row (nothing when there are no
-// rows).
-func printRows[T any](c *cli, out io.Writer, rows []T, asJSON bool, header string, cells func(T) string) int {
-	w := bufio.NewWriter(out)
-	if asJSON {
-		for _, r := range rows {
-			_ = writeJSONLine(w, r)
-		}
-	} else if len(rows) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, header)
-		for _, r := range rows {
-			fmt.Fprintln(tw, cells(r))
-		}
-		tw.Flush()
-	}
-	if err := w.Flush(); err != nil {
-		return c.fail("write output: %v", err)
 	}
 	return exitOK
 }

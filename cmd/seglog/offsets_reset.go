@@ -131,7 +131,7 @@ func (o *resetFlags) reset(e *env, c *cli, spec consumer.Position) int {
 	if !ok {
 		return code
 	}
-	code = printRows(c, e.stdout, rows, o.asJSON, "GROUP\tTOPIC\tPARTITION\tCURRENT\tNEW", func(r consumer.Reset) string {
+	code = printRows(c, e.stdout, rows, o.asJSON, false, "GROUP\tTOPIC\tPARTITION\tCURRENT\tNEW", func(r consumer.Reset) string {
 		note := ""
 		if r.Note != "" {
 			note = "  " + r.Note

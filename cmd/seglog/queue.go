@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/seglog/seglog/offsets"
@@ -273,23 +272,9 @@ func queueStatsCommand(e *env) *cobra.Command {
 				return code
 			}
 		}
-		w := bufio.NewWriter(e.stdout)
-		if asJSON {
-			for _, r := range rows {
-				_ = writeJSONLine(w, r)
-			}
-		} else {
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "QUEUE\tPOSITION\tEND\tPENDING\tCONFIRMED-ABOVE")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", r.Queue, r.Position, r.End, r.Pending, r.ConfirmedAbove)
-			}
-			tw.Flush()
-		}
-		if err := w.Flush(); err != nil {
-			return c.fail("write output: %v", err)
-		}
-		return exitOK
+		return printRows(c, e.stdout, rows, asJSON, true, "QUEUE\tPOSITION\tEND\tPENDING\tCONFIRMED-ABOVE", func(r queueStatsRow) string {
+			return fmt.Sprintf("%s\t%d\t%d\t%d\t%d", r.Queue, r.Position, r.End, r.Pending, r.ConfirmedAbove)
+		})
 	})
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "data directory (required)")

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -67,23 +65,9 @@ func listTopics(c *cli, dir string, asJSON bool) int {
 			rows = append(rows, topicRow{Topic: t.Name, Partition: p, Segments: st.Segments, Bytes: st.Size, Start: st.StartOffset, End: st.EndOffset})
 		}
 	}
-	w := bufio.NewWriter(c.e.stdout)
-	if asJSON {
-		for _, r := range rows {
-			_ = writeJSONLine(w, r)
-		}
-	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tSEGMENTS\tSIZE\tSTART\tEND\tRECORDS")
-		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\n", r.Topic, r.Partition, r.Segments, humanBytes(r.Bytes), r.Start, r.End, r.End-r.Start)
-		}
-		tw.Flush()
-	}
-	if err := w.Flush(); err != nil {
-		return c.fail("write output: %v", err)
-	}
-	return exitOK
+	return printRows(c, c.e.stdout, rows, asJSON, true, "TOPIC\tPARTITION\tSEGMENTS\tSIZE\tSTART\tEND\tRECORDS", func(r topicRow) string {
+		return fmt.Sprintf("%s\t%d\t%d\t%s\t%d\t%d\t%d", r.Topic, r.Partition, r.Segments, humanBytes(r.Bytes), r.Start, r.End, r.End-r.Start)
+	})
 }
 
 func topicsCreateCommand(e *env) *cobra.Command {

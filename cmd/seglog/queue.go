@@ -74,7 +74,7 @@ func queuePutCommand(e *env) *cobra.Command {
 		if err != nil {
 			return c.usageErr("%v", err)
 		}
-		return withQueue(c, dir, name, true, storage.Options{Sync: sync}, queue.Options{SweepInterval: -1}, func(q *queue.Queue) int {
+		return withQueue(c, dir, name, true, storage.Options{FS: e.fs, Sync: sync}, queue.Options{SweepInterval: -1}, func(q *queue.Queue) int {
 			return putLines(c, q, e.stdin, e.stdout, ttl)
 		})
 	})
@@ -93,17 +93,19 @@ func putLines(c *cli, q *queue.Queue, stdin io.Reader, stdout io.Writer, ttl tim
 	out := bufio.NewWriter(stdout)
 	in := bufio.NewReaderSize(stdin, 64<<10)
 	var (
-		msgs []queue.Message
-		size int
-		line int
+		msgs  []queue.Message
+		size  int // the storage.RecordBytes of msgs
+		line  int
+		first int // the line of msgs[0]
 	)
+	limits := storage.BatchLimits{Records: queuePutBatch, Bytes: defaultBatchBytes}
 	flush := func() error {
 		if len(msgs) == 0 {
 			return nil
 		}
 		res, err := q.Append(msgs...)
 		if err != nil {
-			return fmt.Errorf("append lines %d to %d: %w", line-len(msgs)+1, line, err)
+			return fmt.Errorf("append lines %d to %d: %w", first, first+len(msgs)-1, err)
 		}
 		for off := res.FirstOffset; off <= res.LastOffset; off++ {
 			fmt.Fprintln(out, off)
@@ -121,13 +123,17 @@ func putLines(c *cli, q *queue.Queue, stdin io.Reader, stdout io.Writer, ttl tim
 				stopped = fmt.Errorf("line %d: %d bytes, more than an item can hold (%d); lines before it were put", line, len(b), maxLineBytes)
 				break
 			}
-			if size+len(b)+segment.MaxRecordOverhead > defaultBatchBytes || len(msgs) == queuePutBatch {
+			n := storage.RecordBytes(len(b))
+			if !limits.Fits(len(msgs), size, 1, n) {
 				if err := flush(); err != nil {
 					return c.fail("%v", err)
 				}
 			}
+			if len(msgs) == 0 {
+				first = line
+			}
 			msgs = append(msgs, queue.Message{Value: b, TTL: ttl})
-			size += len(b) + segment.MaxRecordOverhead
+			size += n
 		}
 		if err == io.EOF {
 			break

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,8 +17,10 @@ import (
 
 	"github.com/seglog/seglog/offsets"
 	"github.com/seglog/seglog/queue"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/storage"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/faultfs"
 )
 
 func TestQueuePutGetPeek(t *testing.T) {
@@ -249,4 +253,22 @@ func TestQueueHelpAndUsage(t *testing.T) {
 	r = seglog(t, "", "queue", "get", "--dir", dir, "--queue", "wide")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "topic exists")
+}
+
+// TestQueuePutFailedAppendNamesItsLines: when the append of a batch in
+// the middle of the input fails (here the second of three: 1,000 lines
+// each), queue put names that batch's lines, and the offsets of the
+// lines before it are printed.
+func TestQueuePutFailedAppendNamesItsLines(t *testing.T) {
+	root := t.TempDir()
+	fs := faultfs.New(nil)
+	fs.Add(faultfs.Rule{Ops: faultfs.OpWriteAt, Path: segment.LogSuffix, Nth: 1, Err: syscall.EIO})
+	var in strings.Builder
+	for i := range 2500 {
+		fmt.Fprintf(&in, "item-%d\n", i)
+	}
+	r := seglogFS(t, fs, in.String(), "queue", "put", "--dir", root, "--queue", "q")
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "append lines 1001 to 2000: ")
+	assert.Equal(t, 1000, strings.Count(r.stdout, "\n"), "the offsets of the first batch")
 }

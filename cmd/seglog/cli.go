@@ -96,16 +96,16 @@ func indent(s, prefix string) string {
 	return strings.Join(lines, "\n")
 }
 
-// sizeFlag adds a size flag (parseSize's syntax) to fs.
+// sizeFlag adds a size flag (storage.ParseSize's syntax) to fs.
 func sizeFlag(fs *pflag.FlagSet, p *int64, name string, value int64, usage string) {
 	*p = value
-	fs.Var((*sizeValue)(p), name, usage)
+	fs.Var(unitValue[int64]{p, "size", storage.ParseSize, storage.FormatSize}, name, usage)
 }
 
-// durationFlag adds a duration flag (parseDuration's syntax) to fs.
+// durationFlag adds a duration flag (storage.ParseDuration's syntax) to fs.
 func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
-	fs.Var((*durationValue)(p), name, usage)
+	fs.Var(unitValue[time.Duration]{p, "duration", storage.ParseDuration, storage.FormatDuration}, name, usage)
 }
 
 // usageErr reports bad usage and returns exit code 2.

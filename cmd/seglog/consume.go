@@ -120,9 +120,9 @@ func consumeCommand(e *env) *cobra.Command {
 		if err := storage.ValidateTopic(topic); err != nil {
 			return c.usageErr("%v", err)
 		}
-		from, err := parseFrom(fromStr, time.Now())
+		from, err := consumer.ParsePosition(fromStr, time.Now())
 		if err != nil {
-			return c.usageErr("%v", err)
+			return c.usageErr("--from %v", err)
 		}
 		return runConsume(c, dir, topic, partition, from, group, commitFirst, maxN, follow, out)
 	})
@@ -297,15 +297,6 @@ func appendHeaders(b []byte, hs []segment.RecordHeader) []byte {
 		b = append(b, h.Value...)
 	}
 	return b
-}
-
-// parseFrom parses consume's --from (consumer.ParsePosition).
-func parseFrom(s string, now time.Time) (consumer.Position, error) {
-	p, err := consumer.ParsePosition(s, now)
-	if err != nil {
-		return p, fmt.Errorf("--from %w", err)
-	}
-	return p, nil
 }
 
 // topicPoll is how often consume --follow looks for a topic that does not

@@ -77,12 +77,12 @@ func describeCommand(e *env) *cobra.Command {
 		if err != nil {
 			return c.fail("%v", err)
 		}
-		ost, closeOst, err := readOffsets(dir)
+		ost, err := readOffsets(dir)
 		if err != nil && !errors.Is(err, errNoOffsetStore) {
 			return c.fail("%v", err)
 		}
-		if closeOst != nil {
-			defer closeOst()
+		if ost != nil {
+			defer ost.Close()
 		}
 		d := describeTopic{Topic: topic, Partitions: n, Config: configEntries(cfg)}
 		for _, p := range parts {

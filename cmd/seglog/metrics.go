@@ -32,10 +32,10 @@ func metricsCommand(e *env) *cobra.Command {
 			}
 		}
 		var opts metrics.Options
-		ost, closeOst, err := readOffsets(dir)
+		ost, err := readOffsets(dir)
 		switch {
 		case err == nil:
-			defer closeOst()
+			defer ost.Close()
 			opts.Offsets = ost
 		case !errors.Is(err, errNoOffsetStore):
 			return c.fail("%s: %v", offsets.Dir(dir), err)

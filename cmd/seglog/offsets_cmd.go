@@ -26,7 +26,7 @@ func offsetsCommand(e *env) *cobra.Command {
 		if err := requireDir(dir); err != nil {
 			return c.fail("%v", err)
 		}
-		ost, closeOst, err := readOffsets(dir)
+		ost, err := readOffsets(dir)
 		if errors.Is(err, errNoOffsetStore) {
 			if group != "" {
 				return c.fail("group %s does not exist: %s has %v", group, dir, err)
@@ -37,7 +37,7 @@ func offsetsCommand(e *env) *cobra.Command {
 		if err != nil {
 			return c.fail("%v", err)
 		}
-		defer closeOst()
+		defer ost.Close()
 		store, code := openStoreReadOnly(c, dir)
 		if store == nil {
 			return code

@@ -8,10 +8,6 @@ import (
 	"github.com/seglog/seglog/offsets"
 )
 
-// offsetsPath returns the directory of a data directory's consumer offset
-// store.
-func offsetsPath(dataDir string) string { return offsets.Dir(dataDir) }
-
 // errNoOffsetStore says that a data directory has no offset store: no
 // group has committed.
 var errNoOffsetStore = errors.New("no offset store (no consumer group has committed)")
@@ -20,27 +16,22 @@ var errNoOffsetStore = errors.New("no offset store (no consumer group has commit
 // (commit, reset, delete). Any number of processes may have it open to
 // write at once (consumers of different groups, a broker).
 func openOffsets(dir string) (*offsets.Store, error) {
-	st, err := offsets.Open(offsetsPath(dir), offsets.Options{})
+	st, err := offsets.Open(offsets.Dir(dir), offsets.Options{})
 	if errors.Is(err, offsets.ErrLocked) {
-		return nil, fmt.Errorf("the offset store %s is held by an older seglog, which does not share it: stop that process first", offsetsPath(dir))
+		return nil, fmt.Errorf("the offset store %s is held by an older seglog, which does not share it: stop that process first", offsets.Dir(dir))
 	}
 	return st, err
 }
 
 // readOffsets opens the data directory's offset store read-only
 // (offsets.OpenReadOnly): no lock, no byte changed, beside any process
-// that writes it. The returned func closes the store. errNoOffsetStore:
-// there is none.
-func readOffsets(dir string) (*offsets.Store, func(), error) {
-	path := offsetsPath(dir)
+// that writes it. errNoOffsetStore: there is none.
+func readOffsets(dir string) (*offsets.Store, error) {
+	path := offsets.Dir(dir)
 	if _, err := offsets.Files(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, errNoOffsetStore
+		return nil, errNoOffsetStore
 	} else if err != nil {
-		return nil, nil, fileErr(path, err)
+		return nil, fileErr(path, err)
 	}
-	st, err := offsets.OpenReadOnly(path, offsets.Options{})
-	if err != nil {
-		return nil, nil, err
-	}
-	return st, func() { st.Close() }, nil
+	return offsets.OpenReadOnly(path, offsets.Options{})
 }

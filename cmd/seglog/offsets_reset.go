@@ -116,12 +116,12 @@ func (o *resetFlags) reset(e *env, c *cli, spec consumer.Position) int {
 	defer store.Close()
 	// The plan reads the offsets read-only; --execute opens the
 	// store to write only to commit.
-	cur, closeCur, err := readOffsets(o.dir)
+	cur, err := readOffsets(o.dir)
 	if err != nil && !errors.Is(err, errNoOffsetStore) {
 		return c.fail("%v", err)
 	}
-	if closeCur != nil {
-		defer closeCur()
+	if cur != nil {
+		defer cur.Close()
 	}
 	topics, code, ok := o.topics(c, store, cur)
 	if !ok {
@@ -145,9 +145,8 @@ func (o *resetFlags) reset(e *env, c *cli, spec consumer.Position) int {
 		c.warn("dry run: nothing was changed; add --execute to commit these offsets")
 		return exitOK
 	}
-	if closeCur != nil {
-		closeCur()
-		closeCur = nil
+	if cur != nil {
+		cur.Close() // commit opens the store to write; the deferred Close is then a no-op
 	}
 	return o.commit(c, rows)
 }

@@ -107,9 +107,9 @@ func (o *produceFlags) produce(e *env, c *cli) int {
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
-	codec, err := parseCodec(o.codecName)
+	codec, err := segment.ParseCodec(o.codecName)
 	if err != nil {
-		return c.usageErr("%v", err)
+		return c.usageErr("--compression %q: want %s", o.codecName, strings.Join(codecNames, ", "))
 	}
 	d, err := unescape(o.delim)
 	if err != nil || d == "" {

@@ -53,7 +53,7 @@ func runRetention(c *cli, pos []string, dir string, dryRun, asJSON bool, p reten
 	}
 	var consumed retention.Consumed
 	if needOffsets {
-		ost, closeOst, err := readOffsets(dir)
+		ost, err := readOffsets(dir)
 		switch {
 		case errors.Is(err, errNoOffsetStore):
 			c.warn("%s has no offset store: no group reads any topic, so nothing counts as consumed", dir)
@@ -61,7 +61,7 @@ func runRetention(c *cli, pos []string, dir string, dryRun, asJSON bool, p reten
 		case err != nil:
 			return c.fail("%v", err)
 		default:
-			defer closeOst()
+			defer ost.Close()
 			consumed = ost
 		}
 	}

@@ -28,15 +28,6 @@ func parseSync(s string) (storage.SyncPolicy, error) {
 	return p, nil
 }
 
-// parseCodec parses a --compression value with segment.ParseCodec.
-func parseCodec(s string) (segment.Codec, error) {
-	c, err := segment.ParseCodec(s)
-	if err != nil {
-		return 0, fmt.Errorf("--compression %q: want %s", s, strings.Join(codecNames, ", "))
-	}
-	return c, nil
-}
-
 // topicConfigFlags are the flags of topics create and topics alter, one
 // per setting of storage.TopicSettings that seglog names.
 type topicConfigFlags []*settingValue
@@ -132,10 +123,7 @@ func (t topicConfigFlags) apply(fs *pflag.FlagSet, cfg storage.TopicConfig) (sto
 			}
 		}
 	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, err
-	}
-	return cfg, nil
+	return cfg, cfg.Validate()
 }
 
 // configEntry is one setting of a topic as describe shows it.

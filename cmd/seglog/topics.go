@@ -219,7 +219,7 @@ func dropTopicOffsets(c *cli, dir, topic string) ([]string, int) {
 // openOffsetsIfAny opens the offset store to write when the data
 // directory has one; nil without one (and without creating it).
 func openOffsetsIfAny(dir string) (*offsets.Store, error) {
-	if _, err := os.Stat(offsetsPath(dir)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(offsets.Dir(dir)); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	return openOffsets(dir)

@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/seglog/seglog/storage"
 )
 
 // humanBytes prints an approximate size for tables: 512 B, 1.5 KiB.
@@ -23,43 +20,26 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-// sizeValue is a flag (pflag.Value) holding a size.
-type sizeValue int64
-
-// String formats the size as storage.ParseSize reads it.
-func (v *sizeValue) String() string { return storage.FormatSize(int64(*v)) }
-
-// Set parses a size.
-func (v *sizeValue) Set(s string) error {
-	n, err := storage.ParseSize(s)
-	if err != nil {
-		return err
-	}
-	*v = sizeValue(n)
-	return nil
+// unitValue is a flag (pflag.Value) holding a size or a duration, read
+// and printed in storage's syntax (sizeFlag, durationFlag).
+type unitValue[T any] struct {
+	p      *T
+	typ    string // in help: size, duration
+	parse  func(string) (T, error)
+	format func(T) string
 }
 
-// Type names the value in help: SIZE.
-func (v *sizeValue) Type() string { return "size" }
+func (v unitValue[T]) String() string { return v.format(*v.p) }
 
-// durationValue is a flag (pflag.Value) holding a duration.
-type durationValue time.Duration
+func (v unitValue[T]) Type() string { return v.typ }
 
-// String formats the duration as storage.ParseDuration reads it.
-func (v *durationValue) String() string { return storage.FormatDuration(time.Duration(*v)) }
-
-// Set parses a duration.
-func (v *durationValue) Set(s string) error {
-	d, err := storage.ParseDuration(s)
-	if err != nil {
-		return err
+func (v unitValue[T]) Set(s string) error {
+	x, err := v.parse(s)
+	if err == nil {
+		*v.p = x
 	}
-	*v = durationValue(d)
-	return nil
+	return err
 }
-
-// Type names the value in help: duration.
-func (v *durationValue) Type() string { return "duration" }
 
 // plural writes n and the noun, with an s unless n is 1: "1 segment",
 // "2 segments".

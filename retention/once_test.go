@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seglog/seglog/storage"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/faultfs"
 )
 
 func TestAppliesSaysWhetherAnyPolicyAndTheConsumedOneApply(t *testing.T) {
@@ -99,4 +101,39 @@ func TestRunOnceBesideLooksAgainWhenADryRunListedWhatIsGone(t *testing.T) {
 	assert.Equal(t, 1, reopens, "one fresh open")
 	assert.False(t, rep.Stale(), "%+v", rep.Failures)
 	assert.Len(t, rep.Deletions, 4, "what the fresh store lists")
+}
+
+func TestRunOnceBesideLooksAgainOnlyForADryRun(t *testing.T) {
+	root := t.TempDir()
+	w := openStore(t, root, storage.StoreOptions{Log: smallLog()})
+	makeTopic(t, w, "gone", 1, 4, 10, at(t0.Add(-48*time.Hour)))
+	makeTopic(t, w, "kept", 1, 4, 10, at(t0.Add(-48*time.Hour)))
+	require.NoError(t, w.Close())
+	// Every file of gone-0 reads as missing: the report looks stale.
+	ffs := faultfs.New(vfs.Default)
+	ffs.FailAll(faultfs.OpOpen|faultfs.OpLstat|faultfs.OpReadDir, "gone-0", fs.ErrNotExist)
+	opts := Options{Default: Policy{MaxAge: time.Hour}, Now: func() time.Time { return t0 }}
+
+	for _, dryRun := range []bool{true, false} {
+		logOpts := smallLog()
+		logOpts.FS, logOpts.ReadOnly = ffs, dryRun
+		reopens := 0
+		reopen := func() (*storage.Store, error) {
+			reopens++
+			return storage.OpenStore(root, storage.StoreOptions{Log: logOpts})
+		}
+		opts.DryRun = dryRun
+		rep, err := RunOnceBeside(context.Background(), openStore(t, root, storage.StoreOptions{Log: logOpts}), reopen, NoConsumers{}, opts)
+		require.NoError(t, err)
+		require.True(t, rep.Stale(), "dry run %v: %+v", dryRun, rep)
+		if dryRun {
+			assert.Equal(t, 3, reopens, "a stale dry run looks again, three times at most")
+			assert.Len(t, rep.Deletions, 4, "kept-0 is listed")
+		} else {
+			// A run that deletes holds the store's lock: its report is the
+			// answer, stale or not.
+			assert.Zero(t, reopens, "a run that deletes runs once")
+			assert.Len(t, rep.Deletions, 4, "kept-0 is deleted")
+		}
+	}
 }

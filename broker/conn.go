@@ -42,7 +42,11 @@ import (
 //   - nothing received for Options.IdleTimeout: closed;
 //   - a produce with acks=0 that failed: closed, so the client learns of
 //     it (Kafka's rule);
-//   - a failed write of a response.
+//   - a failed write of a response;
+//   - the client closing its end (or a failed read): a request in flight
+//     that waits (a long-poll fetch, a JoinGroup or SyncGroup waiting
+//     for the rebalance) stops waiting, so that the connection and its
+//     goroutines are let go at once, not when the wait would have ended.
 
 var errTooManyFiles = syscall.EMFILE
 
@@ -66,10 +70,17 @@ type conn struct {
 	reqs    chan *request
 	closing atomic.Bool // Shutdown: read no more requests
 	buf     []byte      // the response being written
+	// ctx ends with the server's, or when the client is gone (its
+	// connection read EOF or failed): a request waiting for records or
+	// for a rebalance then stops waiting for a client that cannot be
+	// answered, and the connection is let go at once.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{s: s, nc: nc, log: s.log.With("remote", nc.RemoteAddr().String()), reqs: make(chan *request)}
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &conn{s: s, nc: nc, log: s.log.With("remote", nc.RemoteAddr().String()), reqs: make(chan *request), ctx: ctx, cancel: cancel}
 }
 
 // stopReading makes the reader stop after the request it is reading
@@ -82,6 +93,7 @@ func (c *conn) stopReading() {
 // serve runs the connection until either side ends it.
 func (c *conn) serve() {
 	defer c.nc.Close()
+	defer c.cancel()
 	if tc, ok := c.nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
@@ -150,16 +162,23 @@ func (c *conn) readLoop() {
 }
 
 // readEnded logs why the reader stopped: a client closing between
-// requests is normal, anything else is worth a line.
+// requests is normal, anything else is worth a line. Unless the server
+// is shutting down or the connection idled, the client is gone: the
+// request in flight, if any, is not waited for.
 func (c *conn) readEnded(err error, between bool) {
 	var ne net.Error
-	switch {
-	case c.closing.Load():
+	if c.closing.Load() {
 		c.log.Debug("connection closed by shutdown")
+		return
+	}
+	if errors.As(err, &ne) && ne.Timeout() {
+		c.log.Info("closing idle connection", "idle", c.s.opts.IdleTimeout)
+		return
+	}
+	c.cancel()
+	switch {
 	case between && errors.Is(err, io.EOF):
 		c.log.Debug("connection closed by the client")
-	case errors.As(err, &ne) && ne.Timeout():
-		c.log.Info("closing idle connection", "idle", c.s.opts.IdleTimeout)
 	case errors.Is(err, net.ErrClosed):
 	default:
 		c.log.Info("connection read failed", "err", err)
@@ -221,7 +240,7 @@ func readRequest(msg kmsg.Request, body []byte) (err error) {
 // connection.
 func (c *conn) handle(req *request) error {
 	api := apis[req.key]
-	ctx, cancel := context.WithCancel(c.s.ctx)
+	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	rep, err := c.run(ctx, api.handle, req)
 	if m := c.s.opts.Metrics; m != nil {

@@ -1,0 +1,65 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// openConns is how many connections the server still holds.
+func (s *Server) openConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+func TestClientGoneWhileARequestWaitsFreesTheConnectionAtOnce(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{})
+	id := createTopic(t, b, "gone", 1, nil).TopicID
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.SetVersion(3)
+	jg.Group, jg.ProtocolType, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = "gone", "consumer", 600_000, 3_600_000
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	tests := []struct {
+		name  string
+		setup func()
+		send  func(c *rawConn)
+	}{
+		{"a long-poll fetch", func() {}, func(c *rawConn) {
+			req := fetchReq(id, "gone", 0, 0, time.Hour, 1<<20)
+			req.SetVersion(12)
+			c.send(1, 12, 1, true, req.AppendTo(nil))
+			require.Eventually(t, func() bool { return b.srv.longPolls.Load() == 1 }, 10*time.Second, time.Millisecond)
+		}},
+		{"a JoinGroup waiting for the rebalance", func() {
+			// The first member is answered; the second one's join waits
+			// for the first to rejoin, up to the rebalance timeout.
+			first := b.raw()
+			first.send(11, 3, 1, false, jg.AppendTo(nil))
+			_, _, err := first.recv()
+			require.NoError(t, err)
+		}, func(c *rawConn) {
+			c.send(11, 3, 1, false, jg.AppendTo(nil))
+			require.Eventually(t, func() bool {
+				b.srv.groups.mu.Lock()
+				defer b.srv.groups.mu.Unlock()
+				return b.srv.groups.groups["gone"].state == groupPreparingRebalance
+			}, 10*time.Second, time.Millisecond)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.setup()
+			before := b.srv.openConns()
+			c := b.raw()
+			require.Eventually(t, func() bool { return b.srv.openConns() == before+1 }, 10*time.Second, time.Millisecond)
+			tt.send(c)
+			require.NoError(t, c.nc.Close())
+			require.Eventually(t, func() bool { return b.srv.openConns() == before }, 10*time.Second, time.Millisecond,
+				"the connection of a client gone is held until its request's wait ends")
+			require.Zero(t, b.srv.longPolls.Load())
+		})
+	}
+}

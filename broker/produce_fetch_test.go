@@ -3,7 +3,9 @@ package broker
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
@@ -247,4 +249,63 @@ func TestProduceRefusals(t *testing.T) {
 	l, err := b.store.Log("r", 0)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), l.EndOffset())
+}
+
+// resum sets a v2 batch's CRC-32C to match its bytes, as a producer that
+// encoded the batch so would have.
+func resum(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// largeBatch is a well-formed batch of at least n bytes.
+func largeBatch(t *testing.T, n int) []byte {
+	recs := make([]segment.Record, n/(1<<20)+1)
+	for i := range recs {
+		recs[i] = segment.Record{Value: make([]byte, 1<<20)}
+	}
+	b, err := segment.AppendBatch(nil, recs, segment.EncodeOptions{})
+	require.NoError(t, err)
+	return b
+}
+
+func TestProduceRefusesBadBatchesWithKafkasCodesAndStoresNothing(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{})
+	createTopic(t, b, "bad", 1, nil)
+	cl := b.client()
+	good := engineBatch(t, 3, segment.EncodeOptions{})
+	edit := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
+	tests := []struct {
+		name  string
+		batch []byte
+		code  int16
+	}{
+		{"a wrong CRC", edit(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), kerr.CorruptMessage.Code},
+		{"a records count below the records there", edit(func(b []byte) []byte {
+			binary.BigEndian.PutUint32(b[57:], 2)
+			return resum(b)
+		}), kerr.InvalidRecord.Code},
+		{"a last record longer than what is left", edit(func(b []byte) []byte {
+			b = b[:len(b)-5]
+			binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+			return resum(b)
+		}), kerr.InvalidRecord.Code},
+		{"magic 1", edit(func(b []byte) []byte { b[16] = 1; return b }), kerr.InvalidRecord.Code},
+		{"magic 0", edit(func(b []byte) []byte { b[16] = 0; return b }), kerr.InvalidRecord.Code},
+		{"two batches", append(bytes.Clone(good), good...), kerr.InvalidRecord.Code},
+		{"no batch", []byte{}, kerr.InvalidRecord.Code},
+		{"over the log's batch size limit", largeBatch(t, segment.DefaultMaxBatchBytes+1), kerr.MessageTooLarge.Code},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := produce(t, cl, "bad", -1, map[int32][]byte{0: tt.batch})[0]
+			assert.Equal(t, tt.code, got.ErrorCode, "%s", kerr.ErrorForCode(got.ErrorCode))
+			assert.Equal(t, int64(-1), got.BaseOffset)
+		})
+	}
+	l, err := b.store.Log("bad", 0)
+	require.NoError(t, err)
+	assert.Zero(t, l.EndOffset(), "no bad batch was stored")
+	got := produce(t, cl, "bad", -1, map[int32][]byte{0: good})[0]
+	assert.Zero(t, got.ErrorCode)
 }

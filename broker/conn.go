@@ -198,13 +198,14 @@ func (c *conn) parse(body []byte) (*request, error) {
 	}
 	api, ok := apis[req.key]
 	if req.key == apiVersionsKey {
-		// Any version is parsed as far as kmsg knows it; one above the
-		// range is answered in v0 by the handler.
+		// A version outside the range (above it, or negative) is not
+		// parsed: the handler answers it in v0, as Kafka does.
 		req.msg = kmsg.NewPtrApiVersionsRequest()
-		req.msg.SetVersion(min(req.version, api.max))
-		if req.version > api.max {
+		if req.version < api.min || req.version > api.max {
+			req.msg.SetVersion(0)
 			return req, nil // v0 answer; the body is of an unknown version
 		}
+		req.msg.SetVersion(req.version)
 	} else {
 		if !ok || req.version < api.min || req.version > api.max {
 			return nil, fmt.Errorf("unsupported request: %s (key %d) version %d, client %q", kmsg.NameForKey(req.key), req.key, req.version, req.clientID)

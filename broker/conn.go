@@ -140,8 +140,8 @@ func (c *conn) readLoop() {
 			c.log.Warn("closing connection: request size over the limit (--max-request-bytes)", "size", uint32(n), "limit", c.s.opts.MaxRequestBytes)
 			return
 		}
-		body := c.s.buffers.get(int(n))
-		if _, err := io.ReadFull(br, body); err != nil {
+		body, err := c.s.buffers.read(br, int(n))
+		if err != nil {
 			c.readEnded(err, false)
 			return
 		}

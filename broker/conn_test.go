@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"encoding/binary"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -62,4 +65,26 @@ func TestClientGoneWhileARequestWaitsFreesTheConnectionAtOnce(t *testing.T) {
 			require.Zero(t, b.srv.longPolls.Load())
 		})
 	}
+}
+
+func TestARequestSizeAloneDoesNotMakeTheServerAllocateIt(t *testing.T) {
+	const size = 64 << 20
+	b := startBroker(t, t.TempDir(), Options{MaxRequestBytes: size})
+	before := b.srv.openConns()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	allocated := m.TotalAlloc
+	// Clients that announce the largest request allowed, send a few bytes
+	// of it and go: the server read each size, and each ends at EOF.
+	for range 4 {
+		c := b.raw()
+		require.Eventually(t, func() bool { return b.srv.openConns() == before+1 }, 10*time.Second, time.Millisecond)
+		frame := binary.BigEndian.AppendUint32(nil, size)
+		_, err := c.nc.Write(append(frame, 0, 0, 0, 3, 0, 0, 0, 1))
+		require.NoError(t, err)
+		require.NoError(t, c.nc.Close())
+		require.Eventually(t, func() bool { return b.srv.openConns() == before }, 10*time.Second, time.Millisecond)
+	}
+	runtime.ReadMemStats(&m)
+	assert.Less(t, m.TotalAlloc-allocated, uint64(size), "the server allocated what the clients announced, not what they sent")
 }

@@ -127,3 +127,12 @@ func (p *bufferPool) put(b []byte) {
 	p.free[c] = append(p.free[c], b[:0])
 	p.held += n
 }
+
+// release lets the collector have every free buffer: a server that
+// stopped keeps none (its connections are gone, so nothing is put back).
+func (p *bufferPool) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.free = [numClasses][][]byte{}
+	p.held = 0
+}

@@ -2,8 +2,10 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -89,4 +91,34 @@ func TestBufferPoolLeavesToTheCollector(t *testing.T) {
 		b := getN(t, &p, 100)
 		assert.Equal(t, 100, cap(b))
 	})
+}
+
+func TestServerReleasesItsPooledBuffersWhenItStops(t *testing.T) {
+	for _, stop := range []struct {
+		name string
+		stop func(s *Server) error
+	}{
+		{"Shutdown", func(s *Server) error { return s.Shutdown(context.Background()) }},
+		{"Close", (*Server).Close},
+	} {
+		t.Run(stop.name, func(t *testing.T) {
+			b := startBroker(t, t.TempDir(), Options{})
+			createTopic(t, b, "pooled", 1, nil)
+			got := produce(t, b.client(), "pooled", 1, map[int32][]byte{0: largeBatch(t, 1<<20)})
+			require.Zero(t, got[0].ErrorCode)
+			srv := b.srv
+			require.Eventually(t, func() bool {
+				srv.buffers.mu.Lock()
+				defer srv.buffers.mu.Unlock()
+				return srv.buffers.held > 0
+			}, 10*time.Second, time.Millisecond, "the produce request's buffer is kept for the next (once answered)")
+			require.NoError(t, stop.stop(srv))
+			srv.buffers.mu.Lock()
+			defer srv.buffers.mu.Unlock()
+			assert.Zero(t, srv.buffers.held)
+			for _, class := range srv.buffers.free {
+				assert.Empty(t, class)
+			}
+		})
+	}
 }

@@ -15,7 +15,8 @@ import (
 // Fetch: for each partition, the whole batches from the one holding the
 // fetch offset, up to the partition's max bytes and what is left of the
 // request's MaxBytes (the first batch of the response always, as Kafka
-// does, so that a batch bigger than the limits still gets through), as
+// does, so that a batch bigger than the limits, or limits of 0, still
+// get it through), as
 // a file region of the segment (Log.ReadRegion) that the connection sends
 // with sendfile (splice.go). Each partition answers its high watermark
 // (the log end: one broker is every replica), last stable offset (the
@@ -79,10 +80,7 @@ func waitAny(ctx context.Context, deadline time.Time, waits []waiter) {
 // to splice in, their bytes, and the partitions to wait on.
 func (s *Server) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, []spliced, int64, []waiter) {
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
-	left := int64(r.MaxBytes)
-	if r.Version < 3 || left <= 0 {
-		left = storage.MaxReadBytes
-	}
+	left := max(int64(r.MaxBytes), 0)
 	var regions []spliced
 	var total int64
 	var waits []waiter
@@ -110,6 +108,11 @@ func (s *Server) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, []spliced
 				continue
 			}
 			budget := min(int64(rp.PartitionMaxBytes), left, storage.MaxReadBytes)
+			if total == 0 {
+				// The first batch of the response goes whatever the
+				// limits, a limit of 0 too (Kafka's minOneMessage).
+				budget = max(budget, 1)
+			}
 			var reg *storage.Region
 			if budget > 0 {
 				reg, err = l.ReadRegion(rp.FetchOffset, int(budget))

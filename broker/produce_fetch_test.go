@@ -309,3 +309,44 @@ func TestProduceRefusesBadBatchesWithKafkasCodesAndStoresNothing(t *testing.T) {
 	got := produce(t, cl, "bad", -1, map[int32][]byte{0: good})[0]
 	assert.Zero(t, got.ErrorCode)
 }
+
+func TestFetchLimitsOfZeroStillReturnTheFirstBatchOnly(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{})
+	id := createTopic(t, b, "z", 2, nil).TopicID
+	cl := b.client()
+	var first [2][]byte
+	for i := range 3 {
+		batches := map[int32][]byte{0: engineBatch(t, 2, segment.EncodeOptions{}), 1: engineBatch(t, 2, segment.EncodeOptions{})}
+		produce(t, cl, "z", -1, batches)
+		if i == 0 {
+			first = [2][]byte{stored(batches[0], 0), stored(batches[1], 0)}
+		}
+	}
+	tests := []struct {
+		name                   string
+		maxBytes, partitionMax int32
+	}{
+		{"MaxBytes 0", 0, 1 << 20},
+		{"MaxBytes 1", 1, 1 << 20},
+		{"partition max bytes 0", 1 << 20, 0},
+		{"both 0", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := fetchReq(id, "z", 0, 0, 0, tt.maxBytes)
+			rp := req.Topics[0].Partitions[0]
+			rp.Partition = 1
+			req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+			for i := range req.Topics[0].Partitions {
+				req.Topics[0].Partitions[i].PartitionMaxBytes = tt.partitionMax
+			}
+			resp := roundTrip[*kmsg.FetchResponse](t, cl, req)
+			require.Len(t, resp.Topics[0].Partitions, 2)
+			p0, p1 := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1]
+			assert.Zero(t, p0.ErrorCode)
+			assert.Zero(t, p1.ErrorCode)
+			assert.Equal(t, first[0], p0.RecordBatches, "the first batch of the response, whatever the limits")
+			assert.Empty(t, p1.RecordBatches, "nothing past the limits")
+		})
+	}
+}

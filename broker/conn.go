@@ -39,7 +39,8 @@ import (
 //   - an API key or version the server does not serve (except ApiVersions,
 //     answered with UNSUPPORTED_VERSION and the ranges served, as Kafka
 //     does), or a body that does not parse: closed, as Kafka does;
-//   - nothing received for Options.IdleTimeout: closed;
+//   - nothing received for Options.IdleTimeout (between requests or
+//     within one): closed;
 //   - a produce with acks=0 that failed: closed, so the client learns of
 //     it (Kafka's rule);
 //   - a failed write of a response;
@@ -126,10 +127,10 @@ func (c *conn) serve() {
 // readLoop reads requests until the connection ends or a request breaks
 // it.
 func (c *conn) readLoop() {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	br := bufio.NewReaderSize(activeReader{c}, 64<<10)
 	var size [4]byte
 	for !c.closing.Load() {
-		c.nc.SetReadDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+		c.extendDeadline()
 		if _, err := io.ReadFull(br, size[:]); err != nil {
 			c.readEnded(err, true)
 			return
@@ -158,6 +159,30 @@ func (c *conn) readLoop() {
 			req.body = body
 		}
 		c.reqs <- req
+	}
+}
+
+// activeReader reads the connection, and moves its read deadline on
+// whenever bytes arrive: a connection is idle when nothing arrives for
+// Options.IdleTimeout, not when a request takes longer than that to
+// arrive (a big produce over a slow link), as Kafka counts idleness.
+type activeReader struct{ c *conn }
+
+func (r activeReader) Read(p []byte) (int, error) {
+	n, err := r.c.nc.Read(p)
+	if n > 0 {
+		r.c.extendDeadline()
+	}
+	return n, err
+}
+
+// extendDeadline sets the read deadline Options.IdleTimeout ahead, unless
+// Shutdown stopped the reading: stopReading sets closing, then a
+// deadline of now, so a deadline set here after it is set back to now.
+func (c *conn) extendDeadline() {
+	c.nc.SetReadDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+	if c.closing.Load() {
+		c.nc.SetReadDeadline(time.Now())
 	}
 }
 

@@ -88,3 +88,30 @@ func TestARequestSizeAloneDoesNotMakeTheServerAllocateIt(t *testing.T) {
 	runtime.ReadMemStats(&m)
 	assert.Less(t, m.TotalAlloc-allocated, uint64(size), "the server allocated what the clients announced, not what they sent")
 }
+
+func TestARequestArrivingSlowerThanTheIdleTimeoutIsNotCutAsIdle(t *testing.T) {
+	const idle = time.Second
+	b := startBroker(t, t.TempDir(), Options{IdleTimeout: idle})
+	c := b.raw()
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.SetVersion(1)
+	body := meta.AppendTo(nil)
+	frame := binary.BigEndian.AppendUint32(nil, uint32(10+len("test")+len(body)))
+	frame = binary.BigEndian.AppendUint16(frame, 3)
+	frame = binary.BigEndian.AppendUint16(frame, 1)
+	frame = binary.BigEndian.AppendUint32(frame, 9)
+	frame = binary.BigEndian.AppendUint16(frame, 4)
+	frame = append(append(frame, "test"...), body...)
+	// The request comes in three parts, each within the idle timeout of
+	// the one before, all of it over more than the idle timeout.
+	for i, part := range [][]byte{frame[:6], frame[6:10], frame[10:]} {
+		if i > 0 {
+			<-time.After(idle * 6 / 10)
+		}
+		_, err := c.nc.Write(part)
+		require.NoError(t, err)
+	}
+	corr, _, err := c.recv()
+	require.NoError(t, err, "a connection that kept sending was closed as idle")
+	assert.Equal(t, int32(9), corr)
+}

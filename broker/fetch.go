@@ -25,8 +25,9 @@ import (
 //
 // Long poll: while the response holds fewer than MinBytes, the handler
 // waits (Log.Wait on every partition it answers, no polling) until one
-// of them has records past its fetch offset, MaxWaitMillis passed, or the
-// server shuts down, and looks again.
+// of them has records past what the response holds of it (past its fetch
+// offset when it holds none), MaxWaitMillis passed, or the server shuts
+// down, and looks again.
 //
 // Fetch sessions (incremental fetches) are not kept: every response has
 // session id 0, which tells the client to send full requests; a request
@@ -138,6 +139,12 @@ func (s *Server) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, []spliced
 				regions = append(regions, spliced{reg})
 				total += reg.Length
 				left -= reg.Length
+				if reg.NextOffset >= l.EndOffset() {
+					// Short of MinBytes, records appended here would
+					// count too. (Not when the partition's limits cut
+					// what it had: waiting adds nothing to it.)
+					waits = append(waits, waiter{l, reg.NextOffset})
+				}
 			}
 			out.Partitions = append(out.Partitions, p)
 		}

@@ -350,3 +350,43 @@ func TestFetchLimitsOfZeroStillReturnTheFirstBatchOnly(t *testing.T) {
 		})
 	}
 }
+
+func TestFetchLongPollWaitsUntilMinBytesAccumulate(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{})
+	id := createTopic(t, b, "mb", 1, nil).TopicID
+	cl := b.client()
+	first, second := engineBatch(t, 1, segment.EncodeOptions{}), engineBatch(t, 1, segment.EncodeOptions{})
+	done := make(chan kmsg.FetchResponseTopicPartition, 1)
+	go func() {
+		req := fetchReq(id, "mb", 0, 0, time.Minute, 1<<20)
+		req.MinBytes = int32(len(first) + len(second))
+		resp, err := b.client().SeedBrokers()[0].Request(context.Background(), req)
+		if err != nil {
+			done <- kmsg.FetchResponseTopicPartition{ErrorCode: -1}
+			return
+		}
+		done <- resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	}()
+	require.Eventually(t, func() bool { return b.srv.longPolls.Load() == 1 }, 10*time.Second, time.Millisecond)
+	// One batch is less than MinBytes: the fetch goes on waiting, and
+	// answers both batches once the second one arrives.
+	produce(t, cl, "mb", 1, map[int32][]byte{0: first})
+	produce(t, cl, "mb", 1, map[int32][]byte{0: second})
+	select {
+	case p := <-done:
+		require.Zero(t, p.ErrorCode)
+		assert.Equal(t, append(stored(first, 0), stored(second, 1)...), p.RecordBatches)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the long poll did not answer")
+	}
+
+	// A partition whose max bytes cut what it has cannot add to the
+	// response by waiting: it is answered at once, short of MinBytes.
+	req := fetchReq(id, "mb", 0, 0, time.Minute, 1<<20)
+	req.MinBytes, req.Topics[0].Partitions[0].PartitionMaxBytes = 1<<20, 1
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	require.NoError(t, err, "the fetch waited for records that could not make it to MinBytes")
+	assert.Equal(t, stored(first, 0), resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches)
+}

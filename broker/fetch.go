@@ -23,7 +23,9 @@ import (
 // same: no transactions) and log start offset. A fetch offset below the
 // start or beyond the end is OFFSET_OUT_OF_RANGE.
 //
-// Long poll: while the response holds fewer than MinBytes, the handler
+// Long poll: a response with a partition's error is answered at once
+// (as Kafka does: the client has something to act on). Otherwise, while
+// the response holds fewer than MinBytes, the handler
 // waits (Log.Wait on every partition it answers, no polling) until one
 // of them has records past what the response holds of it (past its fetch
 // offset when it holds none), MaxWaitMillis passed, or the server shuts
@@ -43,8 +45,8 @@ func handleFetch(ctx context.Context, c *conn, req *request) (reply, error) {
 	}
 	deadline := req.at.Add(time.Duration(max(r.MaxWaitMillis, 0)) * time.Millisecond)
 	for {
-		resp, regions, bytes, waits := s.fetchOnce(r)
-		if bytes >= int64(max(r.MinBytes, 1)) || len(waits) == 0 || !s.opts.Now().Before(deadline) || ctx.Err() != nil {
+		resp, regions, bytes, waits, failed := s.fetchOnce(r)
+		if bytes >= int64(max(r.MinBytes, 1)) || failed || len(waits) == 0 || !s.opts.Now().Before(deadline) || ctx.Err() != nil {
 			return reply{msg: resp, regions: regions}, nil
 		}
 		s.longPolls.Add(1)
@@ -59,7 +61,8 @@ type waiter struct {
 	offset int64
 }
 
-// waitAny returns when one of the logs has a record at its offset, at
+// waitAny returns when one of the logs has a record at its offset or
+// was closed (its topic deleted: the fetch answers for it at once), at
 // the deadline, or when ctx ends.
 func waitAny(ctx context.Context, deadline time.Time, waits []waiter) {
 	wctx, cancel := context.WithDeadline(ctx, deadline)
@@ -69,22 +72,19 @@ func waitAny(ctx context.Context, deadline time.Time, waits []waiter) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if w.log.Wait(wctx, w.offset) == nil {
-				cancel()
-			}
+			w.log.Wait(wctx, w.offset)
+			cancel() // whatever ended this wait, the fetch looks again
 		}()
 	}
 	wg.Wait()
 }
 
 // fetchOnce builds a response from what the logs hold now: the regions
-// to splice in, their bytes, and the partitions to wait on.
-func (s *Server) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, []spliced, int64, []waiter) {
-	resp := r.ResponseKind().(*kmsg.FetchResponse)
+// to splice in, their bytes, the partitions to wait on, and whether a
+// partition is answered with an error.
+func (s *Server) fetchOnce(r *kmsg.FetchRequest) (resp *kmsg.FetchResponse, regions []spliced, total int64, waits []waiter, failed bool) {
+	resp = r.ResponseKind().(*kmsg.FetchResponse)
 	left := max(int64(r.MaxBytes), 0)
-	var regions []spliced
-	var total int64
-	var waits []waiter
 	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(r.Topics))
 	for _, rt := range r.Topics {
 		out := kmsg.NewFetchResponseTopic()
@@ -98,13 +98,13 @@ func (s *Server) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, []spliced
 			p.Partition = rp.Partition
 			p.RecordBatches = []byte{}
 			if !known {
-				p.ErrorCode = kerr.UnknownTopicID.Code
+				p.ErrorCode, failed = kerr.UnknownTopicID.Code, true
 				out.Partitions = append(out.Partitions, p)
 				continue
 			}
 			l, err := s.store.Log(name, rp.Partition)
 			if err != nil {
-				p.ErrorCode = s.codeFor("fetch", err)
+				p.ErrorCode, failed = s.codeFor("fetch", err), true
 				out.Partitions = append(out.Partitions, p)
 				continue
 			}
@@ -146,9 +146,10 @@ func (s *Server) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, []spliced
 					waits = append(waits, waiter{l, reg.NextOffset})
 				}
 			}
+			failed = failed || p.ErrorCode != 0
 			out.Partitions = append(out.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, out)
 	}
-	return resp, regions, total, waits
+	return resp, regions, total, waits, failed
 }

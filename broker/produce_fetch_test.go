@@ -390,3 +390,44 @@ func TestFetchLongPollWaitsUntilMinBytesAccumulate(t *testing.T) {
 	require.NoError(t, err, "the fetch waited for records that could not make it to MinBytes")
 	assert.Equal(t, stored(first, 0), resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches)
 }
+
+func TestFetchLongPollAnswersAtOnceWhenAPartitionHasAnError(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{})
+	keptID := createTopic(t, b, "kept", 1, nil).TopicID
+	tests := []struct {
+		name   string
+		offset int64        // of the second partition
+		during func(string) // while the fetch waits
+	}{
+		{"an offset out of range", 5, nil},
+		{"a topic deleted while the fetch waits", 0, func(topic string) {
+			del := kmsg.NewPtrDeleteTopicsRequest()
+			del.TopicNames = []string{topic}
+			del.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: &topic}}
+			require.Zero(t, roundTrip[*kmsg.DeleteTopicsResponse](t, b.client(), del).Topics[0].ErrorCode)
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			other := fmt.Sprint("other", i)
+			otherID := createTopic(t, b, other, 1, nil).TopicID
+			req := fetchReq(keptID, "kept", 0, 0, time.Minute, 1<<20)
+			req.Topics = append(req.Topics, fetchReq(otherID, other, 0, tt.offset, time.Minute, 1<<20).Topics[0])
+			req.SetVersion(12) // topics by name: a deleted one is answered by name
+			c := b.raw()
+			c.send(1, 12, 1, true, req.AppendTo(nil))
+			if tt.during != nil {
+				require.Eventually(t, func() bool { return b.srv.longPolls.Load() == 1 }, 10*time.Second, time.Millisecond)
+				tt.during(other)
+			}
+			_, body, err := c.recv() // within 10 s, against a MaxWait of a minute
+			require.NoError(t, err, "the fetch waited with an error to answer")
+			resp := kmsg.NewPtrFetchResponse()
+			resp.SetVersion(12)
+			require.NoError(t, resp.ReadFrom(body[1:]))
+			require.Len(t, resp.Topics, 2)
+			assert.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+			assert.NotZero(t, resp.Topics[1].Partitions[0].ErrorCode)
+		})
+	}
+}

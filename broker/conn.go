@@ -44,10 +44,14 @@ import (
 //   - a produce with acks=0 that failed: closed, so the client learns of
 //     it (Kafka's rule);
 //   - a failed write of a response;
-//   - the client closing its end (or a failed read): a request in flight
-//     that waits (a long-poll fetch, a JoinGroup or SyncGroup waiting
-//     for the rebalance) stops waiting, so that the connection and its
-//     goroutines are let go at once, not when the wait would have ended.
+//   - the client closing its end (or a failed read).
+//
+// When the reader stops on one of these (the idle timeout aside, and
+// Shutdown, which lets the request in flight finish), a request in
+// flight that waits (a long-poll fetch, a JoinGroup
+// or SyncGroup waiting for the rebalance) stops waiting, so that the
+// connection and its goroutines are let go at once, not when the wait
+// would have ended.
 
 var errTooManyFiles = syscall.EMFILE
 
@@ -139,6 +143,7 @@ func (c *conn) readLoop() {
 		n := int32(binary.BigEndian.Uint32(size[:]))
 		if n < 0 || int(n) > c.s.opts.MaxRequestBytes {
 			c.log.Warn("closing connection: request size over the limit (--max-request-bytes)", "size", uint32(n), "limit", c.s.opts.MaxRequestBytes)
+			c.cancel() // a request in flight stops waiting: the connection ends
 			return
 		}
 		body, err := c.s.buffers.read(br, int(n))
@@ -149,6 +154,7 @@ func (c *conn) readLoop() {
 		req, err := c.parse(body)
 		if err != nil {
 			c.log.Warn("closing connection", "err", err)
+			c.cancel()
 			return
 		}
 		req.at = at

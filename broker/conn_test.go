@@ -2,6 +2,8 @@ package broker
 
 import (
 	"encoding/binary"
+	"errors"
+	"net"
 	"runtime"
 	"testing"
 	"time"
@@ -114,4 +116,39 @@ func TestARequestArrivingSlowerThanTheIdleTimeoutIsNotCutAsIdle(t *testing.T) {
 	corr, _, err := c.recv()
 	require.NoError(t, err, "a connection that kept sending was closed as idle")
 	assert.Equal(t, int32(9), corr)
+}
+
+func TestARequestThatBreaksTheConnectionBehindAWaitingOneClosesItAtOnce(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{MaxRequestBytes: 1 << 10})
+	id := createTopic(t, b, "behind", 1, nil).TopicID
+	tests := []struct {
+		name string
+		send func(c *rawConn)
+	}{
+		{"a size over the limit", func(c *rawConn) {
+			_, err := c.nc.Write(binary.BigEndian.AppendUint32(nil, 1<<20))
+			require.NoError(t, err)
+		}},
+		{"an unknown api key", func(c *rawConn) { c.send(999, 0, 2, false, nil) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := b.raw()
+			req := fetchReq(id, "behind", 0, 0, time.Hour, 1<<20)
+			req.SetVersion(12)
+			c.send(1, 12, 1, true, req.AppendTo(nil))
+			require.Eventually(t, func() bool { return b.srv.longPolls.Load() == 1 }, 10*time.Second, time.Millisecond)
+			tt.send(c)
+			// The fetch may be answered; then the connection ends, long
+			// before the fetch's MaxWait.
+			_, _, err := c.recv()
+			if err == nil {
+				_, _, err = c.recv()
+			}
+			require.Error(t, err)
+			var ne net.Error
+			require.False(t, errors.As(err, &ne) && ne.Timeout(), "the connection stayed open behind the waiting fetch")
+			require.Eventually(t, func() bool { return b.srv.longPolls.Load() == 0 }, 10*time.Second, time.Millisecond)
+		})
+	}
 }

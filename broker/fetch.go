@@ -16,19 +16,18 @@ import (
 // fetch offset, up to the partition's max bytes and what is left of the
 // request's MaxBytes (the first batch of the response always, as Kafka
 // does, so that a batch bigger than the limits, or limits of 0, still
-// get it through), as
-// a file region of the segment (Log.ReadRegion) that the connection sends
-// with sendfile (splice.go). Each partition answers its high watermark
-// (the log end: one broker is every replica), last stable offset (the
-// same: no transactions) and log start offset. A fetch offset below the
-// start or beyond the end is OFFSET_OUT_OF_RANGE.
+// get it through), as a file region of the segment (Log.ReadRegion) that
+// the connection sends with sendfile (splice.go). Each partition answers
+// its high watermark (the log end: one broker is every replica), last
+// stable offset (the same: no transactions) and log start offset. A
+// fetch offset below the start or beyond the end is OFFSET_OUT_OF_RANGE.
 //
-// Long poll: a response with a partition's error is answered at once
-// (as Kafka does: the client has something to act on). Otherwise, while
-// the response holds fewer than MinBytes, the handler
-// waits (Log.Wait on every partition it answers, no polling) until one
-// of them has records past what the response holds of it (past its fetch
-// offset when it holds none), MaxWaitMillis passed, or the server shuts
+// Long poll: a response with a partition's error is answered at once (as
+// Kafka does: the client has something to act on). Otherwise, while the
+// response holds fewer than MinBytes, the handler waits (Log.Wait on
+// every partition it answers, no polling) until one of them has records
+// past what the response holds of it (past its fetch offset when it
+// holds none) or is closed, MaxWaitMillis passed, or the server shuts
 // down, and looks again.
 //
 // Fetch sessions (incremental fetches) are not kept: every response has

@@ -192,6 +192,11 @@ func (c *conn) extendDeadline() {
 	}
 }
 
+// extendWriteDeadline sets the write deadline Options.IdleTimeout ahead.
+func (c *conn) extendWriteDeadline() {
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+}
+
 // readEnded logs why the reader stopped: a client closing between
 // requests is normal, anything else is worth a line. Unless the server
 // is shutting down or the connection idled, the client is gone: the
@@ -309,7 +314,7 @@ type reply struct {
 // write frames and writes a response. Regions are sent after the bytes
 // before them, with sendfile.
 func (c *conn) write(req *request, rep reply) error {
-	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+	c.extendWriteDeadline()
 	if req.key != apiVersionsKey {
 		rep.msg.SetVersion(req.msg.GetVersion()) // ApiVersions may answer in v0
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"runtime"
 	"testing"
@@ -150,5 +151,37 @@ func TestARequestThatBreaksTheConnectionBehindAWaitingOneClosesItAtOnce(t *testi
 			require.False(t, errors.As(err, &ne) && ne.Timeout(), "the connection stayed open behind the waiting fetch")
 			require.Eventually(t, func() bool { return b.srv.longPolls.Load() == 0 }, 10*time.Second, time.Millisecond)
 		})
+	}
+}
+
+func TestAResponseReadSlowerThanTheIdleTimeoutIsNotCutAsIdle(t *testing.T) {
+	const idle = time.Second
+	b := startBroker(t, t.TempDir(), Options{IdleTimeout: idle})
+	id := createTopic(t, b, "slow", 1, nil).TopicID
+	cl := b.client()
+	for range 8 {
+		require.Zero(t, produce(t, cl, "slow", 1, map[int32][]byte{0: largeBatch(t, 1<<20)})[0].ErrorCode)
+	}
+	c := b.raw()
+	require.NoError(t, c.nc.(*net.TCPConn).SetReadBuffer(64<<10))
+	req := fetchReq(id, "slow", 0, 0, 0, 64<<20)
+	req.Topics[0].Partitions[0].PartitionMaxBytes = 64 << 20
+	req.SetVersion(12)
+	c.send(1, 12, 1, true, req.AppendTo(nil))
+	// The client reads the response (16 MiB and more) in parts, each
+	// within the idle timeout of the one before, all of it over more than
+	// the idle timeout: the server's sends go on as it reads.
+	var size [4]byte
+	_, err := io.ReadFull(c.nc, size[:])
+	require.NoError(t, err)
+	left := int(binary.BigEndian.Uint32(size[:]))
+	require.Greater(t, left, 16<<20)
+	buf := make([]byte, 2<<20)
+	for left > 0 {
+		<-time.After(idle * 3 / 10)
+		c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := io.ReadFull(c.nc, buf[:min(left, len(buf))])
+		require.NoError(t, err, "the response was cut with %d bytes to go", left)
+		left -= n
 	}
 }

@@ -58,12 +58,12 @@ func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	return keys
 }
 
-// handleApiVersions answers with the ranges served. A version above ours
-// gets a v0 answer with UNSUPPORTED_VERSION and the ranges, so that the
-// client retries with one we serve (as Kafka does).
+// handleApiVersions answers with the ranges served. A version outside
+// ours gets a v0 answer with UNSUPPORTED_VERSION and the ranges, so that
+// the client retries with one we serve (as Kafka does).
 func handleApiVersions(_ context.Context, _ *conn, req *request) (reply, error) {
 	resp := kmsg.NewPtrApiVersionsResponse()
-	if req.version > apis[apiVersionsKey].max {
+	if a := apis[apiVersionsKey]; req.version < a.min || req.version > a.max {
 		resp.SetVersion(0)
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		resp.ApiKeys = apiKeys()

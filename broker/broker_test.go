@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -54,18 +55,22 @@ func TestApiVersionsAdvertisesWhatOldAndNewClientsNeed(t *testing.T) {
 	}
 }
 
-func TestApiVersionsAboveRangeAnswersV0WithUnsupportedVersion(t *testing.T) {
+func TestApiVersionsOutsideItsRangeAnswersV0WithUnsupportedVersion(t *testing.T) {
 	b := startBroker(t, t.TempDir(), Options{})
-	c := b.raw()
-	c.send(apiVersionsKey, 99, 7, false, nil)
-	corr, body, err := c.recv()
-	require.NoError(t, err)
-	assert.Equal(t, int32(7), corr)
-	resp := kmsg.NewPtrApiVersionsResponse()
-	resp.SetVersion(0)
-	require.NoError(t, resp.ReadFrom(body))
-	assert.Equal(t, kerr.UnsupportedVersion.Code, resp.ErrorCode)
-	assert.NotEmpty(t, resp.ApiKeys)
+	for _, version := range []int16{99, 4, -1, -32768} {
+		t.Run(fmt.Sprint(version), func(t *testing.T) {
+			c := b.raw()
+			c.send(apiVersionsKey, version, 7, false, nil)
+			corr, body, err := c.recv()
+			require.NoError(t, err)
+			assert.Equal(t, int32(7), corr)
+			resp := kmsg.NewPtrApiVersionsResponse()
+			resp.SetVersion(0)
+			require.NoError(t, resp.ReadFrom(body))
+			assert.Equal(t, kerr.UnsupportedVersion.Code, resp.ErrorCode)
+			assert.NotEmpty(t, resp.ApiKeys)
+		})
+	}
 }
 
 // closedByServer waits for the server to close the connection.

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"io"
 	"math/bits"
 	"sync"
 )
@@ -44,27 +45,73 @@ func sizeClass(n int) int {
 	return bits.Len(uint((n - 1) / minPooled))
 }
 
-// get returns a buffer of n bytes, reused if one is free. Its contents
-// are whatever the last request left: the caller overwrites them.
-func (p *bufferPool) get(n int) []byte {
+// capacity is the capacity of a buffer of n bytes: its size class's, or
+// n outside the classes.
+func capacity(n int) int {
 	if n < minPooled || n > maxPooled {
-		return make([]byte, n)
+		return n
+	}
+	return minPooled << sizeClass(n)
+}
+
+// reuse returns a free buffer of n bytes, or nil. Its contents are
+// whatever the last request left: the caller overwrites them.
+func (p *bufferPool) reuse(n int) []byte {
+	if n < minPooled || n > maxPooled {
+		return nil
 	}
 	c := sizeClass(n)
 	p.mu.Lock()
-	if k := len(p.free[c]); k > 0 {
-		b := p.free[c][k-1]
-		p.free[c][k-1] = nil
-		p.free[c] = p.free[c][:k-1]
-		p.held -= cap(b)
-		p.mu.Unlock()
-		return b[:n]
+	defer p.mu.Unlock()
+	k := len(p.free[c])
+	if k == 0 {
+		return nil
 	}
-	p.mu.Unlock()
-	return make([]byte, n, minPooled<<c)
+	b := p.free[c][k-1]
+	p.free[c][k-1] = nil
+	p.free[c] = p.free[c][:k-1]
+	p.held -= cap(b)
+	return b[:n]
 }
 
-// put gives a buffer from get back once nothing refers to it. A buffer
+// read reads a request body of n bytes from r into a buffer: a free one
+// of its class when there is one (memory already held), else a new one
+// that grows as the bytes arrive, from minPooled, doubling up to its
+// class's capacity. What a connection allocates thus follows what its
+// client sent (at most twice as much), never only the size it announced:
+// a client that announces the largest request allowed and sends a few
+// bytes, or nothing, costs the server minPooled bytes, not the limit.
+// The copies of growing come only with a new buffer (a server that
+// serves requests of a size all the time reuses its buffers), and add up
+// to less than n.
+func (p *bufferPool) read(r io.Reader, n int) ([]byte, error) {
+	b := p.reuse(n)
+	if b == nil && n <= minPooled {
+		b = make([]byte, n)
+	}
+	if b != nil {
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	b = make([]byte, 0, minPooled)
+	for {
+		m, err := io.ReadFull(r, b[len(b):min(n, cap(b))])
+		b = b[:len(b)+m]
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == n {
+			return b, nil
+		}
+		grown := make([]byte, len(b), min(2*cap(b), capacity(n)))
+		copy(grown, b)
+		b = grown
+	}
+}
+
+// put gives a buffer from read back once nothing refers to it. A buffer
 // not of a size class, or one over the bound, is left to the collector.
 func (p *bufferPool) put(b []byte) {
 	n := cap(b)
@@ -79,4 +126,13 @@ func (p *bufferPool) put(b []byte) {
 	}
 	p.free[c] = append(p.free[c], b[:0])
 	p.held += n
+}
+
+// release lets the collector have every free buffer: a server that
+// stopped keeps none (its connections are gone, so nothing is put back).
+func (p *bufferPool) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.free = [numClasses][][]byte{}
+	p.held = 0
 }

@@ -39,10 +39,19 @@ import (
 //   - an API key or version the server does not serve (except ApiVersions,
 //     answered with UNSUPPORTED_VERSION and the ranges served, as Kafka
 //     does), or a body that does not parse: closed, as Kafka does;
-//   - nothing received for Options.IdleTimeout: closed;
+//   - nothing received for Options.IdleTimeout (between requests or
+//     within one): closed;
 //   - a produce with acks=0 that failed: closed, so the client learns of
 //     it (Kafka's rule);
-//   - a failed write of a response.
+//   - a failed write of a response;
+//   - the client closing its end (or a failed read).
+//
+// When the reader stops on one of these (the idle timeout aside, and
+// Shutdown, which lets the request in flight finish), a request in
+// flight that waits (a long-poll fetch, a JoinGroup
+// or SyncGroup waiting for the rebalance) stops waiting, so that the
+// connection and its goroutines are let go at once, not when the wait
+// would have ended.
 
 var errTooManyFiles = syscall.EMFILE
 
@@ -66,10 +75,17 @@ type conn struct {
 	reqs    chan *request
 	closing atomic.Bool // Shutdown: read no more requests
 	buf     []byte      // the response being written
+	// ctx ends with the server's, or when the client is gone (its
+	// connection read EOF or failed): a request waiting for records or
+	// for a rebalance then stops waiting for a client that cannot be
+	// answered, and the connection is let go at once.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{s: s, nc: nc, log: s.log.With("remote", nc.RemoteAddr().String()), reqs: make(chan *request)}
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &conn{s: s, nc: nc, log: s.log.With("remote", nc.RemoteAddr().String()), reqs: make(chan *request), ctx: ctx, cancel: cancel}
 }
 
 // stopReading makes the reader stop after the request it is reading
@@ -82,6 +98,7 @@ func (c *conn) stopReading() {
 // serve runs the connection until either side ends it.
 func (c *conn) serve() {
 	defer c.nc.Close()
+	defer c.cancel()
 	if tc, ok := c.nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
@@ -114,10 +131,10 @@ func (c *conn) serve() {
 // readLoop reads requests until the connection ends or a request breaks
 // it.
 func (c *conn) readLoop() {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	br := bufio.NewReaderSize(activeReader{c}, 64<<10)
 	var size [4]byte
 	for !c.closing.Load() {
-		c.nc.SetReadDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+		c.extendDeadline()
 		if _, err := io.ReadFull(br, size[:]); err != nil {
 			c.readEnded(err, true)
 			return
@@ -126,16 +143,18 @@ func (c *conn) readLoop() {
 		n := int32(binary.BigEndian.Uint32(size[:]))
 		if n < 0 || int(n) > c.s.opts.MaxRequestBytes {
 			c.log.Warn("closing connection: request size over the limit (--max-request-bytes)", "size", uint32(n), "limit", c.s.opts.MaxRequestBytes)
+			c.cancel() // a request in flight stops waiting: the connection ends
 			return
 		}
-		body := c.s.buffers.get(int(n))
-		if _, err := io.ReadFull(br, body); err != nil {
+		body, err := c.s.buffers.read(br, int(n))
+		if err != nil {
 			c.readEnded(err, false)
 			return
 		}
 		req, err := c.parse(body)
 		if err != nil {
 			c.log.Warn("closing connection", "err", err)
+			c.cancel()
 			return
 		}
 		req.at = at
@@ -149,17 +168,53 @@ func (c *conn) readLoop() {
 	}
 }
 
+// activeReader reads the connection, and moves its read deadline on
+// whenever bytes arrive: a connection is idle when nothing arrives for
+// Options.IdleTimeout, not when a request takes longer than that to
+// arrive (a big produce over a slow link), as Kafka counts idleness.
+type activeReader struct{ c *conn }
+
+func (r activeReader) Read(p []byte) (int, error) {
+	n, err := r.c.nc.Read(p)
+	if n > 0 {
+		r.c.extendDeadline()
+	}
+	return n, err
+}
+
+// extendDeadline sets the read deadline Options.IdleTimeout ahead, unless
+// Shutdown stopped the reading: stopReading sets closing, then a
+// deadline of now, so a deadline set here after it is set back to now.
+func (c *conn) extendDeadline() {
+	c.nc.SetReadDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+	if c.closing.Load() {
+		c.nc.SetReadDeadline(time.Now())
+	}
+}
+
+// extendWriteDeadline sets the write deadline Options.IdleTimeout ahead.
+func (c *conn) extendWriteDeadline() {
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+}
+
 // readEnded logs why the reader stopped: a client closing between
-// requests is normal, anything else is worth a line.
+// requests is normal, anything else is worth a line. Unless the server
+// is shutting down or the connection idled, the client is gone: the
+// request in flight, if any, is not waited for.
 func (c *conn) readEnded(err error, between bool) {
 	var ne net.Error
-	switch {
-	case c.closing.Load():
+	if c.closing.Load() {
 		c.log.Debug("connection closed by shutdown")
+		return
+	}
+	if errors.As(err, &ne) && ne.Timeout() {
+		c.log.Info("closing idle connection", "idle", c.s.opts.IdleTimeout)
+		return
+	}
+	c.cancel()
+	switch {
 	case between && errors.Is(err, io.EOF):
 		c.log.Debug("connection closed by the client")
-	case errors.As(err, &ne) && ne.Timeout():
-		c.log.Info("closing idle connection", "idle", c.s.opts.IdleTimeout)
 	case errors.Is(err, net.ErrClosed):
 	default:
 		c.log.Info("connection read failed", "err", err)
@@ -179,13 +234,14 @@ func (c *conn) parse(body []byte) (*request, error) {
 	}
 	api, ok := apis[req.key]
 	if req.key == apiVersionsKey {
-		// Any version is parsed as far as kmsg knows it; one above the
-		// range is answered in v0 by the handler.
+		// A version outside the range (above it, or negative) is not
+		// parsed: the handler answers it in v0, as Kafka does.
 		req.msg = kmsg.NewPtrApiVersionsRequest()
-		req.msg.SetVersion(min(req.version, api.max))
-		if req.version > api.max {
+		if req.version < api.min || req.version > api.max {
+			req.msg.SetVersion(0)
 			return req, nil // v0 answer; the body is of an unknown version
 		}
+		req.msg.SetVersion(req.version)
 	} else {
 		if !ok || req.version < api.min || req.version > api.max {
 			return nil, fmt.Errorf("unsupported request: %s (key %d) version %d, client %q", kmsg.NameForKey(req.key), req.key, req.version, req.clientID)
@@ -221,7 +277,7 @@ func readRequest(msg kmsg.Request, body []byte) (err error) {
 // connection.
 func (c *conn) handle(req *request) error {
 	api := apis[req.key]
-	ctx, cancel := context.WithCancel(c.s.ctx)
+	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	rep, err := c.run(ctx, api.handle, req)
 	if m := c.s.opts.Metrics; m != nil {
@@ -258,7 +314,7 @@ type reply struct {
 // write frames and writes a response. Regions are sent after the bytes
 // before them, with sendfile.
 func (c *conn) write(req *request, rep reply) error {
-	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+	c.extendWriteDeadline()
 	if req.key != apiVersionsKey {
 		rep.msg.SetVersion(req.msg.GetVersion()) // ApiVersions may answer in v0
 	}

@@ -76,6 +76,9 @@
 // ApiVersions request with UNSUPPORTED_VERSION and the ranges served,
 // anything else by closing the connection (the request cannot be parsed
 // into a response of its kind). A request over the size limit closes the
-// connection before its body is read, as Kafka does. Every closed
-// connection is logged with the reason.
+// connection before its body is read, as Kafka does. A produced batch
+// is checked whole, every record decoded, before the log stores it: one
+// whose CRC does not match is CORRUPT_MESSAGE, anything else that is not
+// one well-formed RecordBatch v2 INVALID_RECORD (produce.go). Every
+// closed connection is logged with the reason.
 package broker

@@ -21,7 +21,9 @@ var errorCodes = []struct {
 }{
 	// Checked first: a caller's too-large batch wraps ErrInvalidBatch too.
 	{segment.ErrTooLarge, kerr.MessageTooLarge},
-	{storage.ErrInvalidBatch, kerr.CorruptMessage},
+	// Not one well-formed v2 batch (produce.go answers a wrong CRC
+	// CORRUPT_MESSAGE before the log sees it).
+	{storage.ErrInvalidBatch, kerr.InvalidRecord},
 	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{storage.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 	{storage.ErrInvalidPartition, kerr.UnknownTopicOrPartition},

@@ -15,17 +15,20 @@ import (
 // Fetch: for each partition, the whole batches from the one holding the
 // fetch offset, up to the partition's max bytes and what is left of the
 // request's MaxBytes (the first batch of the response always, as Kafka
-// does, so that a batch bigger than the limits still gets through), as
-// a file region of the segment (Log.ReadRegion) that the connection sends
-// with sendfile (splice.go). Each partition answers its high watermark
-// (the log end: one broker is every replica), last stable offset (the
-// same: no transactions) and log start offset. A fetch offset below the
-// start or beyond the end is OFFSET_OUT_OF_RANGE.
+// does, so that a batch bigger than the limits, or limits of 0, still
+// get it through), as a file region of the segment (Log.ReadRegion) that
+// the connection sends with sendfile (splice.go). Each partition answers
+// its high watermark (the log end: one broker is every replica), last
+// stable offset (the same: no transactions) and log start offset. A
+// fetch offset below the start or beyond the end is OFFSET_OUT_OF_RANGE.
 //
-// Long poll: while the response holds fewer than MinBytes, the handler
-// waits (Log.Wait on every partition it answers, no polling) until one
-// of them has records past its fetch offset, MaxWaitMillis passed, or the
-// server shuts down, and looks again.
+// Long poll: a response with a partition's error is answered at once (as
+// Kafka does: the client has something to act on). Otherwise, while the
+// response holds fewer than MinBytes, the handler waits (Log.Wait on
+// every partition it answers, no polling) until one of them has records
+// past what the response holds of it (past its fetch offset when it
+// holds none) or is closed, MaxWaitMillis passed, or the server shuts
+// down, and looks again.
 //
 // Fetch sessions (incremental fetches) are not kept: every response has
 // session id 0, which tells the client to send full requests; a request
@@ -41,8 +44,8 @@ func handleFetch(ctx context.Context, c *conn, req *request) (reply, error) {
 	}
 	deadline := req.at.Add(time.Duration(max(r.MaxWaitMillis, 0)) * time.Millisecond)
 	for {
-		resp, regions, bytes, waits := s.fetchOnce(r)
-		if bytes >= int64(max(r.MinBytes, 1)) || len(waits) == 0 || !s.opts.Now().Before(deadline) || ctx.Err() != nil {
+		resp, regions, bytes, waits, failed := s.fetchOnce(r)
+		if bytes >= int64(max(r.MinBytes, 1)) || failed || len(waits) == 0 || !s.opts.Now().Before(deadline) || ctx.Err() != nil {
 			return reply{msg: resp, regions: regions}, nil
 		}
 		s.longPolls.Add(1)
@@ -57,7 +60,8 @@ type waiter struct {
 	offset int64
 }
 
-// waitAny returns when one of the logs has a record at its offset, at
+// waitAny returns when one of the logs has a record at its offset or
+// was closed (its topic deleted: the fetch answers for it at once), at
 // the deadline, or when ctx ends.
 func waitAny(ctx context.Context, deadline time.Time, waits []waiter) {
 	wctx, cancel := context.WithDeadline(ctx, deadline)
@@ -67,25 +71,19 @@ func waitAny(ctx context.Context, deadline time.Time, waits []waiter) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if w.log.Wait(wctx, w.offset) == nil {
-				cancel()
-			}
+			w.log.Wait(wctx, w.offset)
+			cancel() // whatever ended this wait, the fetch looks again
 		}()
 	}
 	wg.Wait()
 }
 
 // fetchOnce builds a response from what the logs hold now: the regions
-// to splice in, their bytes, and the partitions to wait on.
-func (s *Server) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, []spliced, int64, []waiter) {
-	resp := r.ResponseKind().(*kmsg.FetchResponse)
-	left := int64(r.MaxBytes)
-	if r.Version < 3 || left <= 0 {
-		left = storage.MaxReadBytes
-	}
-	var regions []spliced
-	var total int64
-	var waits []waiter
+// to splice in, their bytes, the partitions to wait on, and whether a
+// partition is answered with an error.
+func (s *Server) fetchOnce(r *kmsg.FetchRequest) (resp *kmsg.FetchResponse, regions []spliced, total int64, waits []waiter, failed bool) {
+	resp = r.ResponseKind().(*kmsg.FetchResponse)
+	left := max(int64(r.MaxBytes), 0)
 	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(r.Topics))
 	for _, rt := range r.Topics {
 		out := kmsg.NewFetchResponseTopic()
@@ -99,17 +97,22 @@ func (s *Server) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, []spliced
 			p.Partition = rp.Partition
 			p.RecordBatches = []byte{}
 			if !known {
-				p.ErrorCode = kerr.UnknownTopicID.Code
+				p.ErrorCode, failed = kerr.UnknownTopicID.Code, true
 				out.Partitions = append(out.Partitions, p)
 				continue
 			}
 			l, err := s.store.Log(name, rp.Partition)
 			if err != nil {
-				p.ErrorCode = s.codeFor("fetch", err)
+				p.ErrorCode, failed = s.codeFor("fetch", err), true
 				out.Partitions = append(out.Partitions, p)
 				continue
 			}
 			budget := min(int64(rp.PartitionMaxBytes), left, storage.MaxReadBytes)
+			if total == 0 {
+				// The first batch of the response goes whatever the
+				// limits, a limit of 0 too (Kafka's minOneMessage).
+				budget = max(budget, 1)
+			}
 			var reg *storage.Region
 			if budget > 0 {
 				reg, err = l.ReadRegion(rp.FetchOffset, int(budget))
@@ -135,10 +138,17 @@ func (s *Server) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, []spliced
 				regions = append(regions, spliced{reg})
 				total += reg.Length
 				left -= reg.Length
+				if reg.NextOffset >= l.EndOffset() {
+					// Short of MinBytes, records appended here would
+					// count too. (Not when the partition's limits cut
+					// what it had: waiting adds nothing to it.)
+					waits = append(waits, waiter{l, reg.NextOffset})
+				}
 			}
+			failed = failed || p.ErrorCode != 0
 			out.Partitions = append(out.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, out)
 	}
-	return resp, regions, total, waits
+	return resp, regions, total, waits, failed
 }

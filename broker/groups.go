@@ -48,7 +48,8 @@ import (
 // Members: from JoinGroup v4 a member without an id is given one and
 // answered MEMBER_ID_REQUIRED, and must join again with it (it is
 // forgotten after its session timeout if it does not). Every request of a
-// member restarts its session timer; a member whose session times out
+// member restarts its session timer, and so does the answer to a
+// JoinGroup or SyncGroup that waited; a member whose session times out
 // (JoinGroup or SyncGroup not waiting) is removed. Static membership
 // (instance ids) is not kept: such members are treated as dynamic.
 // Generation and member checks: an unknown member is UNKNOWN_MEMBER_ID,
@@ -184,6 +185,7 @@ func (c *coordinator) prepareLocked(g *group) {
 		if m.sync != nil {
 			m.sync <- syncResult{code: kerr.RebalanceInProgress.Code}
 			m.sync = nil
+			c.touch(g, m) // its session did not run while it waited
 		}
 	}
 	timeout := time.Duration(0)
@@ -280,7 +282,11 @@ func (g *group) joinResultLocked(m *member) joinResult {
 
 // stabilizeLocked stores the leader's assignments (a member the leader
 // gave none gets an empty one), answers every waiting SyncGroup and
-// makes the group Stable.
+// makes the group Stable. Every member's session starts again then, as
+// Kafka's does when it hands out the assignment: a member's session
+// timer that fired while its SyncGroup waited did not remove it (expire),
+// and a member that is answered and then sends nothing must still
+// expire.
 func (c *coordinator) stabilizeLocked(g *group, given map[string][]byte) {
 	for _, m := range g.members {
 		m.assignment = given[m.id]
@@ -288,6 +294,7 @@ func (c *coordinator) stabilizeLocked(g *group, given map[string][]byte) {
 			m.sync <- syncResult{assignment: m.assignment}
 			m.sync = nil
 		}
+		c.touch(g, m)
 	}
 	g.state = groupStable
 	c.s.log.Debug("group stable", "group", g.name, "generation", g.generation, "members", len(g.members), "protocol", g.protocol)

@@ -206,3 +206,73 @@ func TestGroupProtocolErrorsAndSessionExpiry(t *testing.T) {
 	}
 	assert.Contains(t, names, "raw")
 }
+
+func TestMemberWhoseSessionPassedWhileItsSyncGroupWaitedStillExpires(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{})
+	// One connection per member: a connection answers one request at a
+	// time, and joins and syncs wait.
+	leaderCl, followerCl := b.client(), b.client()
+	const followerSession = 150 * time.Millisecond
+	joinAs := func(cl *kgo.Client, memberID string, session time.Duration) *kmsg.JoinGroupResponse {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType = "slow", memberID, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = int32(session.Milliseconds()), 10_000
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+		resp := roundTrip[*kmsg.JoinGroupResponse](t, cl, req)
+		if resp.ErrorCode == kerr.MemberIDRequired.Code {
+			req.MemberID = resp.MemberID
+			resp = roundTrip[*kmsg.JoinGroupResponse](t, cl, req)
+		}
+		return resp
+	}
+	syncAs := func(cl *kgo.Client, memberID string, generation int32, assign ...string) *kmsg.SyncGroupResponse {
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.Group, req.MemberID, req.Generation = "slow", memberID, generation
+		for _, id := range assign {
+			a := kmsg.NewSyncGroupRequestGroupAssignment()
+			a.MemberID, a.MemberAssignment = id, []byte(id)
+			req.GroupAssignment = append(req.GroupAssignment, a)
+		}
+		return roundTrip[*kmsg.SyncGroupResponse](t, cl, req)
+	}
+	state := func() groupState {
+		b.srv.groups.mu.Lock()
+		defer b.srv.groups.mu.Unlock()
+		return b.srv.groups.groups["slow"].state
+	}
+
+	leader := joinAs(leaderCl, "", 10*time.Second)
+	require.Zero(t, leader.ErrorCode)
+	followerJoined := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { followerJoined <- joinAs(followerCl, "", followerSession) }()
+	require.Eventually(t, func() bool { return state() == groupPreparingRebalance }, 10*time.Second, time.Millisecond)
+	leader = joinAs(leaderCl, leader.MemberID, 10*time.Second)
+	require.Zero(t, leader.ErrorCode)
+	follower := <-followerJoined
+	require.Zero(t, follower.ErrorCode)
+	require.Equal(t, leader.Generation, follower.Generation)
+
+	// The follower's SyncGroup waits for the leader's, longer than the
+	// follower's session timeout.
+	followerSynced := make(chan *kmsg.SyncGroupResponse, 1)
+	go func() { followerSynced <- syncAs(followerCl, follower.MemberID, follower.Generation) }()
+	require.Eventually(t, func() bool {
+		b.srv.groups.mu.Lock()
+		defer b.srv.groups.mu.Unlock()
+		return b.srv.groups.groups["slow"].members[follower.MemberID].sync != nil
+	}, 10*time.Second, time.Millisecond)
+	<-time.After(3 * followerSession)
+	require.Zero(t, syncAs(leaderCl, leader.MemberID, leader.Generation, leader.MemberID, follower.MemberID).ErrorCode)
+	got := <-followerSynced
+	require.Zero(t, got.ErrorCode)
+	require.Equal(t, []byte(follower.MemberID), got.MemberAssignment)
+
+	// The follower sends nothing more: its session expires and its
+	// partitions go back to the group, as Kafka restarts a member's
+	// session when it hands it its assignment.
+	require.Eventually(t, func() bool {
+		b.srv.groups.mu.Lock()
+		defer b.srv.groups.mu.Unlock()
+		return b.srv.groups.groups["slow"].members[follower.MemberID] == nil
+	}, 10*time.Second, 10*time.Millisecond, "a member that stopped heartbeating is kept in the group")
+}

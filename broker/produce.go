@@ -14,8 +14,10 @@ import (
 )
 
 // Produce: each partition's records (one record batch, as Kafka requires
-// from v3) go to Log.AppendBatch as the client encoded them; the log
-// patches the base offset in place and stores the bytes unchanged. The
+// from v3), checked whole first (checkBatch: every record decoded, as
+// Kafka's log validates them), go to Log.AppendBatch as the client
+// encoded them; the log patches the base offset in place and stores the
+// bytes unchanged. The
 // partitions of one request are appended concurrently. The answer comes
 // once AppendBatch returned, that is once the records are as durable as
 // the topic's sync policy makes them (with SyncAlways, fsynced): acks=1
@@ -130,10 +132,42 @@ func (s *Server) appendBatch(topic string, partition int32, batch []byte) (stora
 	if len(batch) > attributesOffset+1 && batch[magicOffset] == 2 && batch[attributesOffset+1]&(attrTransaction|attrControl) != 0 {
 		return storage.AppendResult{}, l.StartOffset(), errTransactional
 	}
+	if err := s.checkBatch(batch); err != nil {
+		return storage.AppendResult{}, l.StartOffset(), err
+	}
 	res, err := l.AppendBatch(batch)
 	if errors.Is(err, storage.ErrClosed) && s.ctx.Err() == nil {
 		// Closed by a topic deletion meanwhile.
 		err = fmt.Errorf("%w: %w", storage.ErrUnknownTopic, err)
 	}
 	return res, l.StartOffset(), err
+}
+
+// checkBatch checks a client's batch whole, every record decoded, before
+// the log appends it. The log checks the header, its limits and the CRC,
+// and decodes the records only when its store was opened with
+// ValidateRecords: a batch whose records lie about their count or
+// lengths under a CRC computed over the lie would otherwise be stored and
+// acknowledged, and then drop records at, or fail, every consumer, where
+// Kafka refuses it. The answers are Kafka's: a CRC that does not match
+// the bytes is CORRUPT_MESSAGE (damaged on the way: clients retry it);
+// anything else that is not one well-formed RecordBatch v2 (another
+// magic, two batches, records that do not add up) is INVALID_RECORD
+// (clients give up, as a retry sends the same bytes). The limits are the
+// request's size and the default bound on decompressed records; the
+// log's own, which may be tighter, come after (MESSAGE_TOO_LARGE).
+func (s *Server) checkBatch(batch []byte) error {
+	if len(batch) > magicOffset && batch[magicOffset] != 2 {
+		return fmt.Errorf("%w: magic %d: produce requests from version 3 carry only record batches v2", kerr.InvalidRecord, batch[magicOffset])
+	}
+	lim := segment.Limits{MaxBatchBytes: s.opts.MaxRequestBytes}
+	_, err := segment.CheckBatch(batch, lim, true)
+	switch {
+	case err == nil, errors.Is(err, segment.ErrTooLarge):
+		return err
+	}
+	if _, verr := segment.Verify(batch, lim); errors.Is(verr, segment.ErrChecksum) {
+		return fmt.Errorf("%w: %w", kerr.CorruptMessage, err)
+	}
+	return fmt.Errorf("%w: %w", kerr.InvalidRecord, err)
 }

@@ -3,7 +3,9 @@ package broker
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
@@ -247,4 +249,185 @@ func TestProduceRefusals(t *testing.T) {
 	l, err := b.store.Log("r", 0)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), l.EndOffset())
+}
+
+// resum sets a v2 batch's CRC-32C to match its bytes, as a producer that
+// encoded the batch so would have.
+func resum(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// largeBatch is a well-formed batch of at least n bytes.
+func largeBatch(t *testing.T, n int) []byte {
+	recs := make([]segment.Record, n/(1<<20)+1)
+	for i := range recs {
+		recs[i] = segment.Record{Value: make([]byte, 1<<20)}
+	}
+	b, err := segment.AppendBatch(nil, recs, segment.EncodeOptions{})
+	require.NoError(t, err)
+	return b
+}
+
+func TestProduceRefusesBadBatchesWithKafkasCodesAndStoresNothing(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{})
+	createTopic(t, b, "bad", 1, nil)
+	cl := b.client()
+	good := engineBatch(t, 3, segment.EncodeOptions{})
+	edit := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
+	tests := []struct {
+		name  string
+		batch []byte
+		code  int16
+	}{
+		{"a wrong CRC", edit(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), kerr.CorruptMessage.Code},
+		{"a records count below the records there", edit(func(b []byte) []byte {
+			binary.BigEndian.PutUint32(b[57:], 2)
+			return resum(b)
+		}), kerr.InvalidRecord.Code},
+		{"a last record longer than what is left", edit(func(b []byte) []byte {
+			b = b[:len(b)-5]
+			binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+			return resum(b)
+		}), kerr.InvalidRecord.Code},
+		{"magic 1", edit(func(b []byte) []byte { b[16] = 1; return b }), kerr.InvalidRecord.Code},
+		{"magic 0", edit(func(b []byte) []byte { b[16] = 0; return b }), kerr.InvalidRecord.Code},
+		{"two batches", append(bytes.Clone(good), good...), kerr.InvalidRecord.Code},
+		{"no batch", []byte{}, kerr.InvalidRecord.Code},
+		{"over the log's batch size limit", largeBatch(t, segment.DefaultMaxBatchBytes+1), kerr.MessageTooLarge.Code},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := produce(t, cl, "bad", -1, map[int32][]byte{0: tt.batch})[0]
+			assert.Equal(t, tt.code, got.ErrorCode, "%s", kerr.ErrorForCode(got.ErrorCode))
+			assert.Equal(t, int64(-1), got.BaseOffset)
+		})
+	}
+	l, err := b.store.Log("bad", 0)
+	require.NoError(t, err)
+	assert.Zero(t, l.EndOffset(), "no bad batch was stored")
+	got := produce(t, cl, "bad", -1, map[int32][]byte{0: good})[0]
+	assert.Zero(t, got.ErrorCode)
+}
+
+func TestFetchLimitsOfZeroStillReturnTheFirstBatchOnly(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{})
+	id := createTopic(t, b, "z", 2, nil).TopicID
+	cl := b.client()
+	var first [2][]byte
+	for i := range 3 {
+		batches := map[int32][]byte{0: engineBatch(t, 2, segment.EncodeOptions{}), 1: engineBatch(t, 2, segment.EncodeOptions{})}
+		produce(t, cl, "z", -1, batches)
+		if i == 0 {
+			first = [2][]byte{stored(batches[0], 0), stored(batches[1], 0)}
+		}
+	}
+	tests := []struct {
+		name                   string
+		maxBytes, partitionMax int32
+	}{
+		{"MaxBytes 0", 0, 1 << 20},
+		{"MaxBytes 1", 1, 1 << 20},
+		{"partition max bytes 0", 1 << 20, 0},
+		{"both 0", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := fetchReq(id, "z", 0, 0, 0, tt.maxBytes)
+			rp := req.Topics[0].Partitions[0]
+			rp.Partition = 1
+			req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+			for i := range req.Topics[0].Partitions {
+				req.Topics[0].Partitions[i].PartitionMaxBytes = tt.partitionMax
+			}
+			resp := roundTrip[*kmsg.FetchResponse](t, cl, req)
+			require.Len(t, resp.Topics[0].Partitions, 2)
+			p0, p1 := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1]
+			assert.Zero(t, p0.ErrorCode)
+			assert.Zero(t, p1.ErrorCode)
+			assert.Equal(t, first[0], p0.RecordBatches, "the first batch of the response, whatever the limits")
+			assert.Empty(t, p1.RecordBatches, "nothing past the limits")
+		})
+	}
+}
+
+func TestFetchLongPollWaitsUntilMinBytesAccumulate(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{})
+	id := createTopic(t, b, "mb", 1, nil).TopicID
+	cl := b.client()
+	first, second := engineBatch(t, 1, segment.EncodeOptions{}), engineBatch(t, 1, segment.EncodeOptions{})
+	done := make(chan kmsg.FetchResponseTopicPartition, 1)
+	go func() {
+		req := fetchReq(id, "mb", 0, 0, time.Minute, 1<<20)
+		req.MinBytes = int32(len(first) + len(second))
+		resp, err := b.client().SeedBrokers()[0].Request(context.Background(), req)
+		if err != nil {
+			done <- kmsg.FetchResponseTopicPartition{ErrorCode: -1}
+			return
+		}
+		done <- resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	}()
+	require.Eventually(t, func() bool { return b.srv.longPolls.Load() == 1 }, 10*time.Second, time.Millisecond)
+	// One batch is less than MinBytes: the fetch goes on waiting, and
+	// answers both batches once the second one arrives.
+	produce(t, cl, "mb", 1, map[int32][]byte{0: first})
+	produce(t, cl, "mb", 1, map[int32][]byte{0: second})
+	select {
+	case p := <-done:
+		require.Zero(t, p.ErrorCode)
+		assert.Equal(t, append(stored(first, 0), stored(second, 1)...), p.RecordBatches)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the long poll did not answer")
+	}
+
+	// A partition whose max bytes cut what it has cannot add to the
+	// response by waiting: it is answered at once, short of MinBytes.
+	req := fetchReq(id, "mb", 0, 0, time.Minute, 1<<20)
+	req.MinBytes, req.Topics[0].Partitions[0].PartitionMaxBytes = 1<<20, 1
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	require.NoError(t, err, "the fetch waited for records that could not make it to MinBytes")
+	assert.Equal(t, stored(first, 0), resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches)
+}
+
+func TestFetchLongPollAnswersAtOnceWhenAPartitionHasAnError(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{})
+	keptID := createTopic(t, b, "kept", 1, nil).TopicID
+	tests := []struct {
+		name   string
+		offset int64        // of the second partition
+		during func(string) // while the fetch waits
+	}{
+		{"an offset out of range", 5, nil},
+		{"a topic deleted while the fetch waits", 0, func(topic string) {
+			del := kmsg.NewPtrDeleteTopicsRequest()
+			del.TopicNames = []string{topic}
+			del.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: &topic}}
+			require.Zero(t, roundTrip[*kmsg.DeleteTopicsResponse](t, b.client(), del).Topics[0].ErrorCode)
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			other := fmt.Sprint("other", i)
+			otherID := createTopic(t, b, other, 1, nil).TopicID
+			req := fetchReq(keptID, "kept", 0, 0, time.Minute, 1<<20)
+			req.Topics = append(req.Topics, fetchReq(otherID, other, 0, tt.offset, time.Minute, 1<<20).Topics[0])
+			req.SetVersion(12) // topics by name: a deleted one is answered by name
+			c := b.raw()
+			c.send(1, 12, 1, true, req.AppendTo(nil))
+			if tt.during != nil {
+				require.Eventually(t, func() bool { return b.srv.longPolls.Load() == 1 }, 10*time.Second, time.Millisecond)
+				tt.during(other)
+			}
+			_, body, err := c.recv() // within 10 s, against a MaxWait of a minute
+			require.NoError(t, err, "the fetch waited with an error to answer")
+			resp := kmsg.NewPtrFetchResponse()
+			resp.SetVersion(12)
+			require.NoError(t, resp.ReadFrom(body[1:]))
+			require.Len(t, resp.Topics, 2)
+			assert.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+			assert.NotZero(t, resp.Topics[1].Partitions[0].ErrorCode)
+		})
+	}
 }

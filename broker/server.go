@@ -277,7 +277,8 @@ func (s *Server) isClosed() bool {
 // request it is handling (a long-poll fetch answers at once with what it
 // has) and write its response, then closes them. If ctx ends first, the
 // remaining connections are closed at once. The group coordinator's
-// timers stop. It returns ctx's error if it had to cut connections.
+// timers stop, and the request buffers kept for reuse are let go. It
+// returns ctx's error if it had to cut connections.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -303,11 +304,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	s.groups.close()
+	s.buffers.release()
 	return errors.Join(err, s.closeCleaner())
 }
 
 // Close closes the listeners and every connection at once, in-flight
-// requests or not, and waits for their goroutines.
+// requests or not, waits for their goroutines and lets go of the
+// request buffers kept for reuse.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -319,6 +322,7 @@ func (s *Server) Close() error {
 	s.closeConns()
 	s.wg.Wait()
 	s.groups.close()
+	s.buffers.release()
 	return s.closeCleaner()
 }
 

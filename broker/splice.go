@@ -3,8 +3,10 @@ package broker
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
+	"syscall"
 
 	"github.com/seglog/seglog/storage"
 )
@@ -79,7 +81,7 @@ func (c *conn) writeSpliced(b []byte, regions []spliced, flexible bool) error {
 			return fmt.Errorf("write fetch response: %w", err)
 		}
 		pfx += pl
-		n, err := r.region.WriteTo(c.nc)
+		n, err := r.region.WriteTo(progressConn{c})
 		if err != nil || n != r.region.Length {
 			return fmt.Errorf("send fetched records (%d of %d bytes sent): %w", n, r.region.Length, err)
 		}
@@ -89,4 +91,46 @@ func (c *conn) writeSpliced(b []byte, regions []spliced, flexible bool) error {
 		return fmt.Errorf("write fetch response: %w", err)
 	}
 	return nil
+}
+
+// progressConn is the connection as a region's sender sees it: each time
+// the socket takes bytes, the write deadline moves Options.IdleTimeout
+// on, so that a response is cut when its client stops reading for the
+// idle timeout, not when it reads the response slower than that (a
+// consumer behind a slow link would get every big fetch cut, and retry
+// it for ever). Sendfile goes through SyscallConn, a copy through Write.
+type progressConn struct{ c *conn }
+
+func (p progressConn) Write(b []byte) (int, error) {
+	n, err := p.c.nc.Write(b)
+	p.c.extendWriteDeadline()
+	return n, err
+}
+
+func (p progressConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := p.c.nc.(syscall.Conn)
+	if !ok {
+		return nil, errors.New("broker: not a socket")
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	return progressRawConn{rc, p.c}, nil
+}
+
+// progressRawConn moves the write deadline on each time the socket was
+// writable (sendfile's loop runs in Write, waiting between its calls of
+// f until the socket takes more).
+type progressRawConn struct {
+	syscall.RawConn
+	c *conn
+}
+
+func (r progressRawConn) Write(f func(fd uintptr) bool) error {
+	return r.RawConn.Write(func(fd uintptr) bool {
+		done := f(fd)
+		r.c.extendWriteDeadline()
+		return done
+	})
 }

@@ -74,7 +74,7 @@ func handleProduce(_ context.Context, c *conn, req *request) (reply, error) {
 		}
 	}
 	run := func(j job) {
-		res, logStart, err := s.appendBatch(j.topic, j.rp.Partition, j.rp.Records)
+		res, logStart, err := s.appendBatch(j.topic, j.rp.Partition, j.rp.Records, req.version)
 		j.out.LogStartOffset = logStart
 		if err != nil {
 			j.out.ErrorCode = s.codeFor("produce", err)
@@ -119,9 +119,10 @@ func handleProduce(_ context.Context, c *conn, req *request) (reply, error) {
 // errTransactional refuses a transactional or control batch.
 var errTransactional = fmt.Errorf("transactions are not supported: %w", kerr.TransactionalIDAuthorizationFailed)
 
-// appendBatch appends one partition's batch; logStart is the log's start
-// offset after it (-1 when there is no log).
-func (s *Server) appendBatch(topic string, partition int32, batch []byte) (storage.AppendResult, int64, error) {
+// appendBatch appends one partition's batch of a produce request of the
+// given version; logStart is the log's start offset after it (-1 when
+// there is no log).
+func (s *Server) appendBatch(topic string, partition int32, batch []byte, version int16) (storage.AppendResult, int64, error) {
 	l, err := s.store.Log(topic, partition)
 	if err != nil {
 		return storage.AppendResult{}, -1, err
@@ -132,7 +133,7 @@ func (s *Server) appendBatch(topic string, partition int32, batch []byte) (stora
 	if len(batch) > attributesOffset+1 && batch[magicOffset] == 2 && batch[attributesOffset+1]&(attrTransaction|attrControl) != 0 {
 		return storage.AppendResult{}, l.StartOffset(), errTransactional
 	}
-	if err := s.checkBatch(batch); err != nil {
+	if err := s.checkBatch(batch, version); err != nil {
 		return storage.AppendResult{}, l.StartOffset(), err
 	}
 	res, err := l.AppendBatch(batch)
@@ -153,16 +154,20 @@ func (s *Server) appendBatch(topic string, partition int32, batch []byte) (stora
 // the bytes is CORRUPT_MESSAGE (damaged on the way: clients retry it);
 // anything else that is not one well-formed RecordBatch v2 (another
 // magic, two batches, records that do not add up) is INVALID_RECORD
-// (clients give up, as a retry sends the same bytes). The limits are the
+// (clients give up, as a retry sends the same bytes). A zstd batch in a
+// request below version 7, which predates zstd, is
+// UNSUPPORTED_COMPRESSION_TYPE, as Kafka answers it. The limits are the
 // request's size and the default bound on decompressed records; the
 // log's own, which may be tighter, come after (MESSAGE_TOO_LARGE).
-func (s *Server) checkBatch(batch []byte) error {
+func (s *Server) checkBatch(batch []byte, version int16) error {
 	if len(batch) > magicOffset && batch[magicOffset] != 2 {
 		return fmt.Errorf("%w: magic %d: produce requests from version 3 carry only record batches v2", kerr.InvalidRecord, batch[magicOffset])
 	}
 	lim := segment.Limits{MaxBatchBytes: s.opts.MaxRequestBytes}
-	_, err := segment.CheckBatch(batch, lim, true)
+	h, err := segment.CheckBatch(batch, lim, true)
 	switch {
+	case err == nil && version < 7 && h.Codec() == segment.CodecZstd:
+		return fmt.Errorf("%w: zstd batches need produce version 7 or later (this request is version %d)", kerr.UnsupportedCompressionType, version)
 	case err == nil, errors.Is(err, segment.ErrTooLarge):
 		return err
 	}

@@ -431,3 +431,38 @@ func TestFetchLongPollAnswersAtOnceWhenAPartitionHasAnError(t *testing.T) {
 		})
 	}
 }
+
+func TestProduceRefusesZstdBelowVersion7(t *testing.T) {
+	b := startBroker(t, t.TempDir(), Options{})
+	createTopic(t, b, "z", 1, nil)
+	c := b.raw()
+	for i, tt := range []struct {
+		version int16
+		code    int16
+	}{
+		{6, kerr.UnsupportedCompressionType.Code}, // zstd came with version 7
+		{7, 0},
+	} {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(tt.version)
+		req.Acks, req.TimeoutMillis = -1, 10000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "z"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = engineBatch(t, 3, segment.EncodeOptions{Codec: segment.CodecZstd})
+		rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+		req.Topics = []kmsg.ProduceRequestTopic{rt}
+		c.send(0, tt.version, int32(i), false, req.AppendTo(nil))
+		corr, body, err := c.recv()
+		require.NoError(t, err)
+		require.Equal(t, int32(i), corr)
+		resp := kmsg.NewPtrProduceResponse()
+		resp.SetVersion(tt.version)
+		require.NoError(t, resp.ReadFrom(body))
+		got := resp.Topics[0].Partitions[0]
+		assert.Equal(t, tt.code, got.ErrorCode, "version %d: %s", tt.version, kerr.ErrorForCode(got.ErrorCode))
+	}
+	l, err := b.store.Log("z", 0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), l.EndOffset(), "only the version 7 batch is stored")
+}

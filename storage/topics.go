@@ -79,6 +79,14 @@ func (s *Store) CreateTopic(topic string, partitions int, cfg TopicConfig) error
 	return nil
 }
 
+// hiddenName names a partition directory on its way in (why "new") or
+// out ("gone"): hidden, ending in .deleted (the next open removes it), and
+// short whatever the topic's name, which may take up to 251 of the 255
+// bytes a directory entry holds with its partition number.
+func hiddenName(why, stamp string, p int32) string {
+	return "." + why + "-" + stamp + "-" + strconv.Itoa(int(p)) + ".deleted"
+}
+
 // createPartitionDir creates a partition directory of a topic whole: it is
 // made under a hidden name, with its topic configuration written durably
 // into it, and only then renamed into place (the caller fsyncs the root).
@@ -93,7 +101,7 @@ func (s *Store) CreateTopic(topic string, partitions int, cfg TopicConfig) error
 func (s *Store) createPartitionDir(topic string, p int32, cfg TopicConfig, stamp string) error {
 	fsys := s.opts.Log.FS
 	name := PartitionDir(topic, p)
-	staged := filepath.Join(s.root, "."+name+"."+stamp+".new.deleted")
+	staged := filepath.Join(s.root, hiddenName("new", stamp, p))
 	if err := fsys.MkdirAll(staged, s.opts.Log.DirMode); err != nil {
 		return err
 	}
@@ -185,7 +193,7 @@ func (s *Store) DeleteTopic(topic string) error {
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
 	for p := n - 1; p >= 0; p-- {
 		name := PartitionDir(topic, int32(p))
-		gone := filepath.Join(s.root, "."+name+"."+stamp+".deleted")
+		gone := filepath.Join(s.root, hiddenName("gone", stamp, int32(p)))
 		if err := fsys.Rename(filepath.Join(s.root, name), gone); err != nil {
 			errs = append(errs, err)
 			continue

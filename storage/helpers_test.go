@@ -9,6 +9,7 @@ import (
 
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/crashfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -198,4 +199,23 @@ func requireBlocked(t testing.TB, done <-chan error, msg string) {
 		require.Failf(t, msg, "returned %v", err)
 	default:
 	}
+}
+
+// cutDuring cuts the power at the k-th disk-changing operation of call on
+// the store s over fsys (or right after call, when it makes fewer: done),
+// and returns the store reopened at root over what survived, closed when
+// the test ends. A call that was not cut must succeed.
+func cutDuring(t *testing.T, fsys *crashfs.FS, s *Store, root string, k int64, call func(*Store) error) (reopened *Store, done bool) {
+	t.Helper()
+	fsys.CrashAfter(k)
+	err := call(s)
+	if done = !fsys.Crashed(); done {
+		require.NoError(t, err)
+		fsys.CrashNow()
+	}
+	next, _, err := fsys.Restart(crashfs.Options{})
+	require.NoError(t, err)
+	_ = s.Close() // fails once crashed; it lets go of the lock
+	s, err = OpenStore(root, StoreOptions{Log: Options{FS: next}})
+	return closeAtEnd(t, s, err), done
 }

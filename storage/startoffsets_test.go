@@ -170,3 +170,43 @@ func TestStartOffsetsCodec(t *testing.T) {
 }
 
 func splitLines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
+
+// TestDeleteTopicPowerCutKeepsStart cuts the power at every disk-changing
+// operation of a DeleteTopic that follows an AdvanceStartOffsets (whose
+// files the deleter removed without a directory fsync): a topic that
+// comes back (its deletion was not acknowledged) starts where it was
+// advanced, never below, and holds every record from there.
+func TestDeleteTopicPowerCutKeepsStart(t *testing.T) {
+	setup := func(t *testing.T, root string) (*crashfs.FS, *Store, int64) {
+		fsys, err := crashfs.New(root, crashfs.Options{})
+		require.NoError(t, err)
+		s, err := OpenStore(root, StoreOptions{Log: Options{FS: fsys, SegmentBytes: 4096, IndexIntervalBytes: 256, MaxIndexBytes: 1024}})
+		require.NoError(t, err)
+		require.NoError(t, s.CreateTopic("t", 1, TopicConfig{}))
+		l := partitionLog(t, s, "t", 0)
+		fill(t, l, 500, 10)
+		require.NoError(t, l.Sync())
+		start := l.segments()[2].Base()
+		require.NoError(t, s.AdvanceStartOffsets([]PartitionOffset{{"t", 0, start}}))
+		require.NoError(t, s.WaitDeleted(context.Background()))
+		return fsys, s, start
+	}
+	for k := int64(1); ; k++ {
+		root := t.TempDir()
+		fsys, s, start := setup(t, root)
+		s2, done := cutDuring(t, fsys, s, root, k, func(s *Store) error { return s.DeleteTopic("t") })
+		n, err := s2.Partitions("t")
+		if done {
+			assert.ErrorIs(t, err, ErrUnknownTopic, "the deletion returned: the topic is gone")
+		}
+		for p := int32(0); p < int32(n); p++ {
+			l := partitionLog(t, s2, "t", p)
+			assert.Equal(t, start, l.StartOffset(), "crash at operation %d of DeleteTopic: partition %d", k, p)
+			assert.Equal(t, int64(500), readAll(t, l, l.StartOffset()), "crash at operation %d of DeleteTopic: partition %d", k, p)
+		}
+		require.NoError(t, s2.Close())
+		if done {
+			return
+		}
+	}
+}

@@ -100,6 +100,11 @@ type Store struct {
 	// startsMu guards starts, the store's start-offset checkpoint as it is
 	// on disk (startoffsets.go), and serializes its writes. It is taken
 	// before any Log's writeMu.
+	// cfgMu serializes the writes of topic configurations with a
+	// partition's open, which reads its topic's and repairs its own copy
+	// (partitionConfig).
+	cfgMu sync.Mutex
+
 	startsMu sync.Mutex
 	starts   map[string]int64 // by partition directory name
 
@@ -381,7 +386,7 @@ func closeSlots(slots []*logSlot) error {
 // or a Follower in a read-only store.
 func (s *Store) openLog(name string) (*Log, *Follower, error) {
 	dir := filepath.Join(s.root, name)
-	cfg, err := readTopicConfig(s.opts.Log.FS, dir)
+	cfg, err := s.partitionConfig(name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}

@@ -117,6 +117,27 @@ func TestStoreTopics(t *testing.T) {
 	assert.True(t, os.IsNotExist(err))
 }
 
+// The longest topic name (249 characters, as Kafka allows) is created
+// with a configuration, deleted and created again: the hidden names its
+// directories take on the way in and out fit a directory entry.
+func TestLongestTopicNameCreatedAndDeleted(t *testing.T) {
+	root := t.TempDir()
+	s := openStore(t, root, StoreOptions{Log: small()})
+	name := strings.Repeat("t", MaxTopicLength)
+	for range 2 {
+		require.NoError(t, s.CreateTopic(name, 12, TopicConfig{RetentionBytes: 1 << 20}))
+		fill(t, partitionLog(t, s, name, 11), 10, 5)
+		require.NoError(t, s.DeleteTopic(name))
+		_, err := s.Partitions(name)
+		require.ErrorIs(t, err, ErrUnknownTopic)
+	}
+	ents, err := os.ReadDir(root)
+	require.NoError(t, err)
+	for _, e := range ents {
+		assert.False(t, strings.HasSuffix(e.Name(), ".deleted"), "left behind: %s", e.Name())
+	}
+}
+
 func TestStoreRefusesGapsAndSymlinks(t *testing.T) {
 	root := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "t-0"), 0o750))

@@ -148,26 +148,57 @@ func ReadTopicConfig(partitionDir string) (TopicConfig, error) {
 }
 
 // writeTopicConfigs writes c into the first n partition directories of a
-// topic, each durably; the zero config removes the files.
+// topic, each durably, the first partition's last: the first partition's
+// file is the topic's configuration (Store.TopicConfig), and every
+// partition opens with it (partitionConfig), so a crash part-way leaves
+// the topic with its old configuration or its new one, never some
+// partitions with each. The zero config removes the files.
 func (s *Store) writeTopicConfigs(topic string, n int, c TopicConfig) error {
-	fsys := s.opts.Log.FS
-	for p := 0; p < n; p++ {
-		dir := filepath.Join(s.root, PartitionDir(topic, int32(p)))
-		path := filepath.Join(dir, topicConfigFile)
-		if c == (TopicConfig{}) {
-			if err := fsys.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-			if err := fsys.SyncDir(dir); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := vfs.WriteFileAtomic(fsys, path, encodeTopicConfig(c), s.opts.Log.FileMode); err != nil {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	for p := n - 1; p >= 0; p-- {
+		if err := s.writeTopicConfig(filepath.Join(s.root, PartitionDir(topic, int32(p))), c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeTopicConfig writes c into a partition directory, durably; the zero
+// config removes the file.
+func (s *Store) writeTopicConfig(dir string, c TopicConfig) error {
+	fsys := s.opts.Log.FS
+	path := filepath.Join(dir, topicConfigFile)
+	if c != (TopicConfig{}) {
+		return vfs.WriteFileAtomic(fsys, path, encodeTopicConfig(c), s.opts.Log.FileMode)
+	}
+	if err := fsys.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return fsys.SyncDir(dir)
+}
+
+// partitionConfig returns the configuration a partition opens with: its
+// topic's, the first partition's file. A writable store makes the
+// partition's own copy the same when a crash interrupted the
+// writeTopicConfigs that was changing it.
+func (s *Store) partitionConfig(name string) (TopicConfig, error) {
+	fsys, dir := s.opts.Log.FS, filepath.Join(s.root, name)
+	topic, p, ok := ParsePartitionDir(name)
+	if !ok || p == 0 {
+		return readTopicConfig(fsys, dir)
+	}
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	cfg, err := readTopicConfig(fsys, filepath.Join(s.root, PartitionDir(topic, 0)))
+	if err != nil || s.opts.Log.ReadOnly {
+		return cfg, err
+	}
+	own, err := readTopicConfig(fsys, dir)
+	if err != nil || own != cfg {
+		err = s.writeTopicConfig(dir, cfg)
+	}
+	return cfg, err
 }
 
 // TopicConfig returns a topic's configuration (stored in its first

@@ -62,20 +62,55 @@ func (s *Store) CreateTopic(topic string, partitions int, cfg TopicConfig) error
 			return fmt.Errorf("storage: create topic %s: %w", topic, err)
 		}
 	}
-	fsys := s.opts.Log.FS
-	for p := 0; p < partitions; p++ {
-		if err := fsys.MkdirAll(filepath.Join(s.root, PartitionDir(topic, int32(p))), s.opts.Log.DirMode); err != nil {
+	existing := s.topics[topic]
+	if err := s.writeTopicConfigs(topic, existing, cfg); err != nil {
+		return fmt.Errorf("storage: create topic %s: %w", topic, err)
+	}
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
+	for p := existing; p < partitions; p++ {
+		if err := s.createPartitionDir(topic, int32(p), cfg, stamp); err != nil {
 			return fmt.Errorf("storage: create topic %s: %w", topic, err)
 		}
 	}
-	if err := fsys.SyncDir(s.root); err != nil {
-		return fmt.Errorf("storage: create topic %s: %w", topic, err)
-	}
-	if err := s.writeTopicConfigs(topic, partitions, cfg); err != nil {
+	if err := s.opts.Log.FS.SyncDir(s.root); err != nil {
 		return fmt.Errorf("storage: create topic %s: %w", topic, err)
 	}
 	s.topics[topic] = partitions
 	return nil
+}
+
+// hiddenName names a partition directory on its way in (why "new") or
+// out ("gone"): hidden, ending in .deleted (the next open removes it), and
+// short whatever the topic's name, which may take up to 251 of the 255
+// bytes a directory entry holds with its partition number.
+func hiddenName(why, stamp string, p int32) string {
+	return "." + why + "-" + stamp + "-" + strconv.Itoa(int(p)) + ".deleted"
+}
+
+// createPartitionDir creates a partition directory of a topic whole: it is
+// made under a hidden name, with its topic configuration written durably
+// into it, and only then renamed into place (the caller fsyncs the root).
+// A partition directory therefore never exists without its topic's
+// configuration, whichever of these steps a crash interrupts: without
+// it, the partitions of a topic whose creation a crash cut short would
+// come back with the store's defaults, and the client's retry of the
+// creation would find the topic there and change nothing. The hidden name
+// ends in .deleted, so an interrupted creation's directory is removed on
+// the next open, as an interrupted deletion's is. Partitions are created
+// in order, so a crash leaves the first of them, which a retry completes.
+func (s *Store) createPartitionDir(topic string, p int32, cfg TopicConfig, stamp string) error {
+	fsys := s.opts.Log.FS
+	name := PartitionDir(topic, p)
+	staged := filepath.Join(s.root, hiddenName("new", stamp, p))
+	if err := fsys.MkdirAll(staged, s.opts.Log.DirMode); err != nil {
+		return err
+	}
+	if cfg != (TopicConfig{}) {
+		if err := s.writeTopicConfig(staged, cfg); err != nil {
+			return err
+		}
+	}
+	return fsys.Rename(staged, filepath.Join(s.root, name))
 }
 
 // TopicInfo describes a topic.
@@ -158,7 +193,7 @@ func (s *Store) DeleteTopic(topic string) error {
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
 	for p := n - 1; p >= 0; p-- {
 		name := PartitionDir(topic, int32(p))
-		gone := filepath.Join(s.root, "."+name+"."+stamp+".deleted")
+		gone := filepath.Join(s.root, hiddenName("gone", stamp, int32(p)))
 		if err := fsys.Rename(filepath.Join(s.root, name), gone); err != nil {
 			errs = append(errs, err)
 			continue

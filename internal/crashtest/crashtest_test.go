@@ -81,11 +81,12 @@ func TestLogCrashes(t *testing.T) { sweepAll(t, logWorkloads, 40) }
 
 func TestOffsetsCrashes(t *testing.T)   { sweepAll(t, offsetsWorkloads, 8) }
 func TestRetentionCrashes(t *testing.T) { sweepAll(t, retentionWorkloads, 40) }
+func TestStoreCrashes(t *testing.T)     { sweepAll(t, storeWorkloads, 40) }
 
 // allWorkloads returns every workload by name.
 func allWorkloads() map[string]func() Workload {
 	out := map[string]func() Workload{}
-	for _, ws := range []map[string]func() Workload{logWorkloads, offsetsWorkloads, retentionWorkloads} {
+	for _, ws := range []map[string]func() Workload{logWorkloads, offsetsWorkloads, retentionWorkloads, storeWorkloads} {
 		for k, v := range ws {
 			out[k] = v
 		}

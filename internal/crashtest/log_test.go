@@ -71,6 +71,7 @@ type logRun struct {
 	dir      string
 	sync     storage.SyncPolicy
 	interval time.Duration
+	segBytes int64 // SegmentBytes (zero: logOptions')
 	l        *storage.Log
 	rng      *rand.Rand
 }
@@ -81,8 +82,18 @@ type cleanError struct{ msg string }
 
 func (e *cleanError) Error() string { return "without a crash: " + e.msg }
 
+// logOptionsSized is logOptionsInterval with segments of segBytes (zero:
+// logOptions'), their indexes large enough not to roll them first.
+func logOptionsSized(fsys vfs.FS, sync storage.SyncPolicy, interval time.Duration, segBytes int64) storage.Options {
+	o := logOptionsInterval(fsys, sync, interval)
+	if segBytes > 0 {
+		o.SegmentBytes, o.MaxIndexBytes = segBytes, 12288
+	}
+	return o
+}
+
 func (r *logRun) open() error {
-	l, err := storage.Open(r.dir, logOptionsInterval(r.fsys, r.sync, r.interval))
+	l, err := storage.Open(r.dir, logOptionsSized(r.fsys, r.sync, r.interval, r.segBytes))
 	if err != nil {
 		return err
 	}
@@ -271,6 +282,7 @@ func (m *logModel) check(l *storage.Log) (int, error) {
 type logWorkload struct {
 	sync     storage.SyncPolicy
 	interval time.Duration // SyncInterval's period (zero: the default)
+	segBytes int64         // SegmentBytes (zero: logOptions')
 	seed     uint64
 	script   func(r *logRun) error
 	m        *logModel
@@ -278,7 +290,7 @@ type logWorkload struct {
 
 func (w *logWorkload) Run(fsys vfs.FS, root string) error {
 	w.m = newLogModel(w.sync == storage.SyncAlways)
-	r := &logRun{m: w.m, fsys: fsys, dir: filepath.Join(root, "t-0"), sync: w.sync, interval: w.interval, rng: rand.New(rand.NewPCG(w.seed, 1))}
+	r := &logRun{m: w.m, fsys: fsys, dir: filepath.Join(root, "t-0"), sync: w.sync, interval: w.interval, segBytes: w.segBytes, rng: rand.New(rand.NewPCG(w.seed, 1))}
 	if err := r.open(); err != nil {
 		return err
 	}
@@ -292,7 +304,7 @@ func (w *logWorkload) Run(fsys vfs.FS, root string) error {
 }
 
 func (w *logWorkload) Check(fsys vfs.FS, root string) (int, error) {
-	l, err := storage.Open(filepath.Join(root, "t-0"), logOptionsInterval(fsys, w.sync, w.interval))
+	l, err := storage.Open(filepath.Join(root, "t-0"), logOptionsSized(fsys, w.sync, w.interval, w.segBytes))
 	if err != nil {
 		return 0, fmt.Errorf("reopen: %w", err)
 	}

@@ -185,6 +185,7 @@ type FS struct {
 	opts Options
 
 	ops     atomic.Int64
+	crashAt atomic.Int64 // the crash point (0: none)
 	crashed atomic.Bool
 
 	// mu guards the model: top and everything below it, meta, history,
@@ -209,6 +210,7 @@ func New(root string, opts Options) (*FS, error) {
 		opts.HistoryLen = 64
 	}
 	fsys := &FS{root: abs, opts: opts}
+	fsys.crashAt.Store(opts.CrashAt)
 	top, err := scan(abs)
 	if err != nil {
 		return nil, fmt.Errorf("crashfs: scan %s: %w", abs, err)
@@ -266,6 +268,12 @@ func (fsys *FS) Ops() int64 { return fsys.ops.Load() }
 // Crash was called).
 func (fsys *FS) Crashed() bool { return fsys.crashed.Load() }
 
+// CrashAfter makes the n-th disk-changing operation from now (n >= 1)
+// the crash point, in place of Options.CrashAt: for a test that cuts the
+// power at each operation of one call, after a setup whose operations
+// vary in number (background work).
+func (fsys *FS) CrashAfter(n int64) { fsys.crashAt.Store(fsys.ops.Load() + max(n, 1)) }
+
 // CrashNow makes every later operation fail with ErrCrashed.
 func (fsys *FS) CrashNow() { fsys.crashed.Store(true) }
 
@@ -290,7 +298,7 @@ func (fsys *FS) step(op, path string) error {
 // History, and reports whether it is at or past the crash point.
 func (fsys *FS) number(desc string) (crashed bool) {
 	n := fsys.ops.Add(1)
-	if c := fsys.opts.CrashAt; c > 0 && n >= c {
+	if c := fsys.crashAt.Load(); c > 0 && n >= c {
 		fsys.crashed.Store(true)
 	}
 	if fsys.crashed.Load() {

@@ -227,6 +227,21 @@ func TestCrashPoint(t *testing.T) {
 	assert.Equal(t, map[string]string{}, crash(t, fsys))
 }
 
+// CrashAfter sets the crash point relative to the operations so far: the
+// durable state before it survives, the operation it names fails.
+func TestCrashAfter(t *testing.T) {
+	fsys, root := newFS(t, crashfs.Options{})
+	require.NoError(t, create(t, fsys, filepath.Join(root, "a"), "a", true, true).Close()) // ops 1-4
+	fsys.CrashAfter(2)
+	f, err := fsys.OpenFile(filepath.Join(root, "b"), os.O_RDWR|os.O_CREATE, 0o640) // op 5
+	require.NoError(t, err)
+	_, err = f.Write([]byte("b")) // op 6: the crash point
+	require.ErrorIs(t, err, crashfs.ErrCrashed)
+	assert.True(t, fsys.Crashed())
+	assert.ErrorIs(t, f.Close(), crashfs.ErrCrashed)
+	assert.Equal(t, map[string]string{"a": "a"}, crash(t, fsys))
+}
+
 func TestCrashNowAndRestart(t *testing.T) {
 	fsys, root := newFS(t, crashfs.Options{})
 	require.NoError(t, create(t, fsys, filepath.Join(root, "a"), "a", true, true).Close())

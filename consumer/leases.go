@@ -53,22 +53,60 @@ type leases struct {
 	held   map[int32]*os.File
 }
 
+// joinTries bounds how often joinLeases makes a new member file after
+// another process took the last one for a dead member's.
+const joinTries = 100
+
+// beforeMemberLock, when set by a test, runs between the creation of a
+// member file and its flock.
+var beforeMemberLock func(path string)
+
 // joinLeases makes this process a member of group's consumers of topic.
+//
+// A member file is unlocked from its creation to its flock: another
+// process looking at the members then takes it for a dead member's and
+// removes it. The file this process locked is therefore checked to still
+// be the one at its path; if it is not, or the other still holds it, the
+// process joins again under a new name. Once locked and in place, the
+// file is never taken for a dead member's.
 func joinLeases(root, group, topic string, n int) (*leases, error) {
 	dir := filepath.Join(root, leasesDir, hex.EncodeToString([]byte(group)), topic)
 	if err := os.MkdirAll(filepath.Join(dir, "members"), 0o750); err != nil {
 		return nil, fmt.Errorf("consumer leases: %w", err)
 	}
-	var r [4]byte
-	rand.Read(r[:])
-	l := &leases{dir: dir, n: n, held: map[int32]*os.File{},
-		id: fmt.Sprintf("%020d-%s.lock", time.Now().UnixNano(), hex.EncodeToString(r[:]))}
-	f, locked, err := tryLock(filepath.Join(dir, "members", l.id), true)
-	if err != nil || !locked {
-		return nil, fmt.Errorf("consumer leases: join: %v", err)
+	for range joinTries {
+		var r [4]byte
+		rand.Read(r[:])
+		id := fmt.Sprintf("%020d-%s.lock", time.Now().UnixNano(), hex.EncodeToString(r[:]))
+		path := filepath.Join(dir, "members", id)
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
+		if err != nil {
+			return nil, fmt.Errorf("consumer leases: join: %w", err)
+		}
+		if beforeMemberLock != nil {
+			beforeMemberLock(path)
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err != nil && !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("consumer leases: join: %w", err)
+		}
+		if err == nil && sameFile(f, path) {
+			return &leases{dir: dir, n: n, id: id, member: f, held: map[int32]*os.File{}}, nil
+		}
+		f.Close() // taken for a dead member's: removed, or about to be
 	}
-	l.member = f
-	return l, nil
+	return nil, fmt.Errorf("consumer leases: join: the member file was taken for a dead member's %d times", joinTries)
+}
+
+// sameFile reports whether f is the file at path.
+func sameFile(f *os.File, path string) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	pi, err := os.Stat(path)
+	return err == nil && os.SameFile(fi, pi)
 }
 
 // tryLock opens (creating if asked) and flocks a file without waiting.

@@ -333,9 +333,12 @@ func checkPartitionState(opts CheckOptions, dir string, detectLive bool) ([]Prob
 		// same rule: the writer advances the start first. The writer may
 		// have opened the partition after the check began (Repair holds
 		// the lock: no writer there).
-		if detectLive && i < len(st.bases)-1 && (err != nil || len(seg.probs) > 0) && deletedByWriter(fsys, dir, st.bases[i+1]) {
-			st.ends = append(st.ends, logScan{next: st.bases[i+1]})
-			continue
+		if detectLive && (err != nil || len(seg.probs) > 0) {
+			if next, deleted := deletedByWriter(fsys, dir, st.bases, i); deleted {
+				st.ends = append(st.ends, logScan{next: next})
+				st.stats.End = next
+				continue
+			}
 		}
 		if err != nil {
 			return nil, st, err

@@ -64,13 +64,21 @@ func held(path string) bool {
 // followerView opens a follower of dir (OpenFollower) and returns the
 // start and end offsets it sees: the last whole batch the writer appended
 // when it opened.
+// Retention may delete a segment the open listed before the open reads
+// it: the open is then tried again, as Describe does.
 func followerView(opts CheckOptions, dir string) (liveView, error) {
-	l, err := OpenFollower(dir, Options{FS: opts.FS, Limits: opts.Limits})
-	if err != nil {
-		return liveView{}, err
+	var err error
+	for try := 0; try <= describeTries; try++ {
+		var l *Follower
+		if l, err = OpenFollower(dir, Options{FS: opts.FS, Limits: opts.Limits}); err == nil {
+			defer l.Close()
+			return liveView{start: l.StartOffset(), end: l.EndOffset()}, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			break
+		}
 	}
-	defer l.Close()
-	return liveView{start: l.StartOffset(), end: l.EndOffset()}, nil
+	return liveView{}, err
 }
 
 // liveBases drops from the listed bases what the follower's view does not
@@ -88,12 +96,21 @@ func liveBases(bases []int64, v liveView) []int64 {
 	return bases[:n]
 }
 
-// deletedByWriter reports whether the writer's log start offset has
-// reached next (the base of the segment after one that vanished): its
-// retention deleted the segment during the check.
-func deletedByWriter(fsys vfs.FS, dir string, next int64) bool {
+// deletedByWriter reports whether the writer's retention deleted the
+// i-th of the listed segments during the check, and where the log goes
+// on: its log start offset has reached the next listed segment's base,
+// or, for the last one listed (the writer may have rolled past it since),
+// passed its base while its .log is gone.
+func deletedByWriter(fsys vfs.FS, dir string, bases []int64, i int) (next int64, deleted bool) {
 	v, ok, err := readCheckpoint(fsys, dir, logStartOffsetFile)
-	return err == nil && ok && v >= next
+	if err != nil || !ok {
+		return 0, false
+	}
+	if i < len(bases)-1 {
+		return bases[i+1], v >= bases[i+1]
+	}
+	_, err = fsys.Lstat(filepath.Join(dir, segment.FileName(bases[i], segment.LogSuffix)))
+	return v, v > bases[i] && errors.Is(err, os.ErrNotExist)
 }
 
 // readIndexFile reads an index file for Check: to its end, at most

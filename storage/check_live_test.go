@@ -156,11 +156,7 @@ func TestCheckPassesOverSegmentsRetentionDeletesMeanwhile(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "t-0")
-			l := openFilled(t, dir, small(), 1000, 5)
-			waitRollFlushed(t, l)
-			segs := segmentsOf(t, l)
-			require.Greater(t, len(segs), 3)
+			dir, l, segs := sealedSegments(t)
 			target := filepath.Join(dir, segment.FileName(segs[tc.seg].BaseOffset, tc.suffix))
 			end := l.EndOffset()
 			if tc.writerLate {
@@ -179,12 +175,7 @@ func TestCheckPassesOverSegmentsRetentionDeletesMeanwhile(t *testing.T) {
 				}
 				_, err := l.DeleteSegmentsBefore(segs[2].BaseOffset)
 				require.NoError(t, err)
-				for _, s := range segs[:2] {
-					require.Eventually(t, func() bool {
-						_, err := os.Lstat(s.Path)
-						return errors.Is(err, fs.ErrNotExist)
-					}, 10*time.Second, time.Millisecond, "retention removes %s", s.Path)
-				}
+				waitRemoved(t, segs[:2])
 				return nil
 			}}
 			rep, err := Check(dir, CheckOptions{FS: fsys, Records: tc.records})
@@ -195,5 +186,75 @@ func TestCheckPassesOverSegmentsRetentionDeletesMeanwhile(t *testing.T) {
 			assert.Equal(t, int64(len(segs)-2+tc.checked), rep.Stats[0].Segments)
 			assert.Equal(t, end, rep.Stats[0].End)
 		})
+	}
+}
+
+// TestCheckPassesOverTheLastSegmentRolledAndDeletedMeanwhile: the last
+// segment the check lists, the writer's active one when the check began,
+// is sealed by a roll and deleted by retention, with every segment before
+// it, while the check reads the partition.
+func TestCheckPassesOverTheLastSegmentRolledAndDeletedMeanwhile(t *testing.T) {
+	cases := []struct {
+		name string
+		op   string // the deletion happens before the first op on its .log
+		// readBefore: the check read the segments before it whole.
+		readBefore bool
+	}{
+		{name: "while the follower opens the partition", op: "open"},
+		{name: "after the segments before it were read", op: "lstat", readBefore: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, l, segs := sealedSegments(t)
+			target := filepath.Join(dir, segment.FileName(segs[len(segs)-1].BaseOffset, segment.LogSuffix))
+			end := l.EndOffset()
+			deleted := false
+			fsys := &hookFS{FS: vfs.Default, hook: func(op, name string) error {
+				if op != tc.op || name != target || deleted {
+					return nil
+				}
+				deleted = true
+				require.NoError(t, l.Roll())
+				_, err := l.DeleteSegmentsBefore(end)
+				require.NoError(t, err)
+				waitRemoved(t, segs)
+				return nil
+			}}
+			rep, err := Check(dir, CheckOptions{FS: fsys})
+			require.NoError(t, err)
+			require.True(t, deleted, "the deletion ran")
+			assert.Empty(t, rep.Problems)
+			require.Len(t, rep.Stats, 1)
+			want := int64(0)
+			if tc.readBefore {
+				want = int64(len(segs) - 1)
+			}
+			assert.Equal(t, want, rep.Stats[0].Segments, "segments read whole")
+			assert.Equal(t, end, rep.Stats[0].End)
+		})
+	}
+}
+
+// sealedSegments makes a partition of more than three segments whose
+// sealed ones are flushed, held open by its writer l.
+func sealedSegments(t *testing.T) (string, *Log, []SegmentInfo) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "t-0")
+	l := openFilled(t, dir, small(), 1000, 5)
+	waitRollFlushed(t, l)
+	segs := segmentsOf(t, l)
+	require.Greater(t, len(segs), 3)
+	return dir, l, segs
+}
+
+// waitRemoved waits until the files of the segments retention deleted
+// are gone (the store removes them in the background).
+func waitRemoved(t *testing.T, segs []SegmentInfo) {
+	t.Helper()
+	for _, s := range segs {
+		require.Eventually(t, func() bool {
+			_, err := os.Lstat(s.Path)
+			return errors.Is(err, fs.ErrNotExist)
+		}, 10*time.Second, time.Millisecond, "retention removes %s", s.Path)
 	}
 }

@@ -165,6 +165,14 @@ func TestBadRequestsGetErrorsAndTheConnectionGoesOn(t *testing.T) {
 		{"set q 0 0\r\n", "CLIENT_ERROR bad command line format"},
 		{"get " + strings.Repeat("q", 5000) + "\r\n", "CLIENT_ERROR line too long"},
 		{"shutdown\r\n", "CLIENT_ERROR shutdown is not enabled"},
+		{"\x00\x00\x00\r\n", "ERROR"},
+		{"\xff\xfe get q\r\n", "ERROR"},
+		{"get q\x00\r\n", "CLIENT_ERROR"},
+		{"   \n", "ERROR"},
+		{"set q 0 0 -5\r\n", "CLIENT_ERROR bad command line format"},
+		{"set q 0 0 99999999999999999999999\r\n", "CLIENT_ERROR bad command line format"},
+		{"set q 0 0 3\r\nabcdefgh\r\n", "CLIENT_ERROR bad data chunk"},
+		{"get " + strings.Repeat("x", 3000) + "\n", "CLIENT_ERROR line too long"},
 	}
 	for _, tc := range cases {
 		got := c.do(tc.req)

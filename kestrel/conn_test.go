@@ -1,0 +1,51 @@
+package kestrel_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seglog/seglog/kestrel"
+)
+
+func TestAGetRefusedForOneKeyHandsOutNoItem(t *testing.T) {
+	cases := []struct {
+		name, setup, req, reply string
+	}{
+		{"a later key beside an open read", "get b/open\r\n", "get a b\r\n", "CLIENT_ERROR a read is open on b"},
+		{"a later key over the open reads", "get b/open\r\n", "get a b/open\r\n", "CLIENT_ERROR 1 reads open on b"},
+		{"the same queue opened twice", "", "get a/open a/open\r\n", "CLIENT_ERROR 1 reads open on a"},
+		{"a later key with a bad name", "", "get a b!\r\n", "CLIENT_ERROR"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, kestrel.Options{})
+			c := s.dial()
+			c.set("a", "x")
+			c.set("b", "y")
+			if tc.setup != "" {
+				require.Len(t, c.do(tc.setup), 3)
+			}
+			got := c.do(tc.req)
+			require.Len(t, got, 1, "the refused get hands out nothing: %q", got)
+			assert.True(t, strings.HasPrefix(got[0], tc.reply), "%q", got[0])
+			assert.Equal(t, []string{"VALUE a/peek 0 1", "x", "END"}, c.do("get a/peek\r\n"), "a's item is still there")
+			assert.Equal(t, []string{"VALUE a 0 1", "x", "END"}, s.dial().do("get a\r\n"), "and not open on c")
+		})
+	}
+}
+
+func TestRequestsSplitAcrossWritesByteByByte(t *testing.T) {
+	s := startServer(t, kestrel.Options{})
+	c := s.dial()
+	req := setReq("q", "hello") + "get q/open\r\nget q/close\r\nversion\n"
+	for i := range len(req) {
+		c.send(req[i : i+1])
+	}
+	assert.Equal(t, []string{"STORED"}, c.replies())
+	assert.Equal(t, []string{"VALUE q/open 0 5", "hello", "END"}, c.replies())
+	assert.Equal(t, []string{"END"}, c.replies())
+	assert.Equal(t, []string{"VERSION " + kestrel.Version}, c.replies())
+}

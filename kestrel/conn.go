@@ -94,6 +94,32 @@ func (c *conn) armRead() bool {
 	return true
 }
 
+// watch calls cancel when the client leaves (its stream ends or fails)
+// while a get waits: it reads ahead of the request, without a deadline
+// (a waiting get is not idle). The function it returns stops the watch
+// and waits for it; the next armRead sets the read deadline again.
+func (c *conn) watch(cancel func()) (stop func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopping {
+		return func() {}
+	}
+	_ = c.nc.SetReadDeadline(time.Time{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if c.dec.Gone() {
+			cancel()
+		}
+	}()
+	return func() {
+		c.mu.Lock()
+		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+		c.mu.Unlock()
+		<-done
+	}
+}
+
 // serve reads and executes requests in order until the client leaves,
 // fails, idles out or asks to quit, or the server stops; then it aborts
 // the connection's open reads and closes it.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -101,6 +102,22 @@ func NewDecoder(r io.Reader, maxValue int, maxSwallow int64) *Decoder {
 // Buffered reports whether bytes of a next request are already read:
 // the server flushes its replies when none are.
 func (d *Decoder) Buffered() bool { return d.r.Buffered() > 0 }
+
+// Gone waits until the stream ends or fails past the bytes already
+// read, and reports true then; false when a read deadline stopped the
+// wait, or when its buffer is full. It reads ahead without consuming:
+// Decode reads the same bytes next. It must not run beside Decode.
+func (d *Decoder) Gone() bool {
+	for {
+		n := d.r.Buffered()
+		if n >= d.r.Size() {
+			return false
+		}
+		if _, err := d.r.Peek(n + 1); err != nil {
+			return !errors.Is(err, os.ErrDeadlineExceeded)
+		}
+	}
+}
 
 // Decode reads the next request. It returns a *ProtocolError for a
 // request it refuses, and the reader's error (io.EOF at the end of the

@@ -40,6 +40,10 @@
 //	                          Options.EnableShutdown); no reply
 //	quit                      closes the connection
 //
+// A get that waits (t=) first sends the replies of the requests before
+// it, and stops waiting (END) when its client leaves or closes its
+// sending side: a gone client's get takes no item.
+//
 // A queue is created on first use; its name follows the topic-name rule
 // (storage.ValidateTopic). Replies come in the order of the requests,
 // pipelined requests included (they are flushed together when no request

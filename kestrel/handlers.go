@@ -246,20 +246,18 @@ func (c *conn) getKey(req *Request, k Key, q *queue.Queue) bool {
 // take hands out the next item of q (under a lease for /open), waiting
 // up to the key's t= (not at all without one). ok is false when there was
 // none: the wait ended, the queue was deleted, or the server is closing.
+// Before it waits, it sends the replies so far, and it stops waiting
+// when the client leaves: a gone client's get takes no item.
 func (c *conn) take(q *queue.Queue, k Key) (queue.Item, bool, error) {
-	ctx, cancel := context.WithCancel(c.s.ctx)
-	if k.HasWait && k.Wait > 0 {
-		ctx, cancel = context.WithTimeout(c.s.ctx, k.Wait)
-	} else {
-		cancel() // a done context makes the queue poll
-	}
-	defer cancel()
-	var it queue.Item
-	var err error
-	if k.Open {
-		it, err = q.Open(ctx)
-	} else {
-		it, err = q.Get(ctx)
+	poll, cancel := context.WithCancel(c.s.ctx)
+	cancel() // a done context makes the queue poll
+	it, err := c.takeFrom(poll, q, k)
+	if err != nil && errors.Is(err, context.Canceled) && k.HasWait && k.Wait > 0 && c.flush() == nil {
+		ctx, cancel := context.WithTimeout(c.s.ctx, k.Wait)
+		stopWatch := c.watch(cancel)
+		it, err = c.takeFrom(ctx, q, k)
+		stopWatch()
+		cancel()
 	}
 	switch {
 	case err == nil:
@@ -269,6 +267,13 @@ func (c *conn) take(q *queue.Queue, k Key) (queue.Item, bool, error) {
 	default:
 		return it, false, err
 	}
+}
+
+func (c *conn) takeFrom(ctx context.Context, q *queue.Queue, k Key) (queue.Item, error) {
+	if k.Open {
+		return q.Open(ctx)
+	}
+	return q.Get(ctx)
 }
 
 // popOpen removes and returns the connection's oldest open read on a

@@ -326,6 +326,17 @@ func TestDeleteAndFlush(t *testing.T) {
 	assert.Equal(t, "4", c.do("get d\r\n")[1])
 }
 
+func TestAQueueOnlySetBeforeARestartIsStillAQueue(t *testing.T) {
+	s := startServer(t, kestrel.Options{})
+	c := s.dial()
+	c.set("only", "x")
+	s.restart(kestrel.Options{})
+	c = s.dial()
+	assert.Equal(t, "1", statsOf(t, c)["queue_only_items"], "stats lists it")
+	assert.Equal(t, []string{"OK"}, c.do("flush_all\r\n"))
+	assert.Equal(t, []string{"END"}, c.do("get only\r\n"), "flush_all flushed it")
+}
+
 func TestItemsAndConfirmsOutliveARestart(t *testing.T) {
 	s := startServer(t, kestrel.Options{})
 	c := s.dial()

@@ -33,10 +33,20 @@ type conn struct {
 	// connection's goroutine touches it.
 	open map[string][]openRead
 
-	// mu guards stopping and the read deadline against Close.
+	// mu guards stopping, watchSt and the read deadline against Close.
 	mu       sync.Mutex
 	stopping bool
+	watchSt  watchState
 }
+
+// watchState is where a connection's watch (of a waiting get) is.
+type watchState int
+
+const (
+	notWatching watchState = iota
+	watching               // reads have no deadline
+	unwatching             // reads return at once, until the watch ended
+)
 
 // openRead is an item handed out to this connection under a lease.
 type openRead struct {
@@ -45,12 +55,32 @@ type openRead struct {
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {
-	return &conn{
+	c := &conn{
 		s: s, nc: nc,
-		dec:  NewDecoder(nc, s.opts.MaxItemSize, int64(s.opts.MaxItemSize)*swallowFactor),
 		w:    bufio.NewWriterSize(nc, 16<<10),
 		open: make(map[string][]openRead),
 	}
+	c.dec = NewDecoder(c, s.opts.MaxItemSize, int64(s.opts.MaxItemSize)*swallowFactor)
+	return c
+}
+
+// Read reads the connection for the decoder. With an idle timeout each
+// read may wait that long for bytes, so that a request that keeps coming,
+// however slowly, is not cut; the reads of a watch have no deadline, and
+// those of a stopping connection return at once.
+func (c *conn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	var d time.Time
+	switch {
+	case c.stopping || c.watchSt == unwatching:
+		d = time.Unix(1, 0)
+	case c.watchSt == watching:
+	case c.s.opts.IdleTimeout > 0:
+		d = time.Now().Add(c.s.opts.IdleTimeout)
+	}
+	_ = c.nc.SetReadDeadline(d)
+	c.mu.Unlock()
+	return c.nc.Read(p)
 }
 
 // stop makes the connection end after the request it is executing: a
@@ -78,33 +108,17 @@ func (c *conn) flush() error {
 	return c.w.Flush()
 }
 
-// armRead sets the read deadline for the next request; false when the
-// connection is stopping.
-func (c *conn) armRead() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopping {
-		return false
-	}
-	var d time.Time
-	if t := c.s.opts.IdleTimeout; t > 0 {
-		d = time.Now().Add(t)
-	}
-	_ = c.nc.SetReadDeadline(d)
-	return true
-}
-
 // watch calls cancel when the client leaves (its stream ends or fails)
 // while a get waits: it reads ahead of the request, without a deadline
 // (a waiting get is not idle). The function it returns stops the watch
-// and waits for it; the next armRead sets the read deadline again.
+// and waits for it; the next Read sets the read deadline again.
 func (c *conn) watch(cancel func()) (stop func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopping {
 		return func() {}
 	}
-	_ = c.nc.SetReadDeadline(time.Time{})
+	c.watchSt = watching
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -114,9 +128,13 @@ func (c *conn) watch(cancel func()) (stop func()) {
 	}()
 	return func() {
 		c.mu.Lock()
+		c.watchSt = unwatching
 		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
 		c.mu.Unlock()
 		<-done
+		c.mu.Lock()
+		c.watchSt = notWatching
+		c.mu.Unlock()
 	}
 }
 
@@ -143,7 +161,7 @@ func (c *conn) serve() {
 				return
 			}
 		}
-		if !c.armRead() {
+		if c.isStopping() {
 			return
 		}
 		req, err := c.dec.Decode()

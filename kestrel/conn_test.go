@@ -3,6 +3,7 @@ package kestrel_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,4 +49,22 @@ func TestRequestsSplitAcrossWritesByteByByte(t *testing.T) {
 	assert.Equal(t, []string{"VALUE q/open 0 5", "hello", "END"}, c.replies())
 	assert.Equal(t, []string{"END"}, c.replies())
 	assert.Equal(t, []string{"VERSION " + kestrel.Version}, c.replies())
+}
+
+func TestIdleTimeoutCountsFromTheLastBytesRead(t *testing.T) {
+	const idle = 500 * time.Millisecond
+	s := startServer(t, kestrel.Options{IdleTimeout: idle})
+	c := s.dial()
+	// A value that keeps coming, more slowly than the idle timeout in all.
+	v := strings.Repeat("x", 20)
+	c.send("set q 0 0 20\r\n")
+	for i := range v {
+		time.Sleep(idle / 10)
+		c.send(v[i : i+1])
+	}
+	c.send("\r\n")
+	assert.Equal(t, []string{"STORED"}, c.replies())
+	// One that stops coming is cut.
+	c.send("set q 0 0 20\r\nxx")
+	assert.True(t, c.closed())
 }

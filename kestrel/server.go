@@ -41,8 +41,9 @@ type Options struct {
 	// MaxOpenReads is how many reads one connection may hold open on one
 	// queue (default DefaultMaxOpenReads).
 	MaxOpenReads int
-	// IdleTimeout closes a connection that sends nothing for that long
-	// between requests (0: never).
+	// IdleTimeout closes a connection that sends nothing for that long,
+	// between requests or inside one (0: never). A get waiting on t= is
+	// not idle.
 	IdleTimeout time.Duration
 	// EnableShutdown lets the shutdown command stop the server. Without
 	// it, shutdown is refused.

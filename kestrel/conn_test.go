@@ -68,3 +68,14 @@ func TestIdleTimeoutCountsFromTheLastBytesRead(t *testing.T) {
 	c.send("set q 0 0 20\r\nxx")
 	assert.True(t, c.closed())
 }
+
+func TestVersionIsOneClientLibrariesParse(t *testing.T) {
+	// libmemcached (memcstat, memcping, and the libraries over it) reads
+	// the version as major.minor.micro numbers, and fails on anything
+	// else.
+	s := startServer(t, kestrel.Options{})
+	got := s.dial().do("version\r\n")
+	require.Len(t, got, 1)
+	assert.Regexp(t, `^VERSION [0-9]+\.[0-9]+\.[0-9]+`, got[0])
+	assert.Equal(t, "VERSION "+kestrel.Version, got[0])
+}

@@ -35,7 +35,7 @@
 //	flush <queue>             discards every item (open reads too): END
 //	flush_all [noreply]       flushes every queue: OK
 //	stats                     STAT lines, then END
-//	version                   VERSION seglog-kestrel-1
+//	version                   VERSION 1.0.0-seglog-kestrel
 //	shutdown                  stops the server (only with
 //	                          Options.EnableShutdown); no reply
 //	quit                      closes the connection

@@ -27,8 +27,10 @@ const (
 	// belongs to its connection and ends with it, not with a clock, so
 	// the lease of the queue package is set out of reach.
 	DefaultLeaseTimeout = 100 * 365 * 24 * time.Hour
-	// Version is what the version command answers and stats reports.
-	Version = "seglog-kestrel-1"
+	// Version is what the version command answers and stats reports:
+	// numbers first, major.minor.micro, as memcache's, which client
+	// libraries parse (libmemcached fails on anything else).
+	Version = "1.0.0-seglog-kestrel"
 )
 
 // Options configure a Server. The zero value is usable.

@@ -57,9 +57,9 @@ type openRead struct {
 func (s *Server) newConn(nc net.Conn) *conn {
 	c := &conn{
 		s: s, nc: nc,
-		w:    bufio.NewWriterSize(nc, 16<<10),
 		open: make(map[string][]openRead),
 	}
+	c.w = bufio.NewWriterSize(c, 16<<10)
 	c.dec = NewDecoder(c, s.opts.MaxItemSize, int64(s.opts.MaxItemSize)*swallowFactor)
 	return c
 }
@@ -93,19 +93,37 @@ func (c *conn) stop() {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(stopGrace))
 }
 
-// flush writes the buffered replies. With an idle timeout, a client that
-// does not read them for that long is dropped; a stopping connection
-// keeps the deadline stop set.
+// flush writes the buffered replies.
 func (c *conn) flush() error {
 	if c.w.Buffered() == 0 {
 		return nil
 	}
-	c.mu.Lock()
-	if t := c.s.opts.IdleTimeout; t > 0 && !c.stopping {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(t))
-	}
-	c.mu.Unlock()
 	return c.w.Flush()
+}
+
+// writeChunk is the most a reply write sends under one deadline.
+const writeChunk = 64 << 10
+
+// Write writes replies to the connection, for the reply buffer (a flush,
+// or a value larger than the buffer). With an idle timeout, a client
+// that takes none of the bytes for that long is dropped: the deadline
+// moves on before each chunk of writeChunk bytes, so a slow reader of a
+// large value is not. A stopping connection keeps the deadline stop set.
+func (c *conn) Write(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c.mu.Lock()
+		if t := c.s.opts.IdleTimeout; t > 0 && !c.stopping {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(t))
+		}
+		c.mu.Unlock()
+		m, err := c.nc.Write(p[n:min(len(p), n+writeChunk)])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // watch calls cancel when the client leaves (its stream ends or fails)

@@ -44,8 +44,8 @@ type Options struct {
 	// queue (default DefaultMaxOpenReads).
 	MaxOpenReads int
 	// IdleTimeout closes a connection that sends nothing for that long,
-	// between requests or inside one (0: never). A get waiting on t= is
-	// not idle.
+	// between requests or inside one, or that takes none of its replies'
+	// bytes for that long (0: never). A get waiting on t= is not idle.
 	IdleTimeout time.Duration
 	// EnableShutdown lets the shutdown command stop the server. Without
 	// it, shutdown is refused.

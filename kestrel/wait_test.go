@@ -2,6 +2,7 @@ package kestrel_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +74,41 @@ func TestAWaitingGetIsNotIdle(t *testing.T) {
 	assert.Equal(t, []string{"END"}, c.do("get q/t=500\r\n"))
 	assert.GreaterOrEqual(t, time.Since(start), 500*time.Millisecond)
 	assert.Equal(t, []string{"VERSION " + kestrel.Version}, c.do("version\r\n"))
+}
+
+func TestALargeReplyAfterAWaitLongerThanTheIdleTimeoutIsSent(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	s := startServer(t, kestrel.Options{IdleTimeout: idle})
+	a, b := s.dial(), s.dial()
+	// a's last reply was written; its get then waits longer than the
+	// idle timeout before a value larger than the reply buffer comes.
+	require.Equal(t, []string{"VERSION " + kestrel.Version}, a.do("version\r\n"))
+	a.send("get q/t=10000\r\n")
+	require.Eventually(t, func() bool { return statsOf(t, b)["cmd_get"] == "1" }, 5*time.Second, time.Millisecond)
+	time.Sleep(2 * idle) // the wait outlasts the idle timeout
+	big := strings.Repeat("v", 64<<10)
+	s.dial().set("q", big) // b idled out meanwhile
+	assert.Equal(t, []string{"VALUE q/t=10000 0 65536", big, "END"}, a.replies())
+}
+
+func TestAValueReadMoreSlowlyThanTheIdleTimeoutIsSentWhole(t *testing.T) {
+	const idle, size = 400 * time.Millisecond, 8 << 20
+	s := startServer(t, kestrel.Options{IdleTimeout: idle, MaxItemSize: size})
+	c := s.dial()
+	big := strings.Repeat("v", size)
+	c.set("q", big)
+	c.send("get q\r\n")
+	// The client takes the reply a piece every eighth of the timeout:
+	// the whole is slower than the timeout, no pause is that long.
+	require.Equal(t, fmt.Sprintf("VALUE q 0 %d", size), c.line())
+	buf := make([]byte, 256<<10)
+	got := 0
+	for got < size+2 {
+		time.Sleep(idle / 8)
+		require.NoError(t, c.nc.SetReadDeadline(time.Now().Add(10*time.Second)))
+		n, err := c.r.Read(buf[:min(len(buf), size+2-got)])
+		require.NoError(t, err, "after %d bytes", got)
+		got += n
+	}
+	assert.Equal(t, []string{"END"}, c.replies())
 }

@@ -79,3 +79,15 @@ func TestVersionIsOneClientLibrariesParse(t *testing.T) {
 	assert.Regexp(t, `^VERSION [0-9]+\.[0-9]+\.[0-9]+`, got[0])
 	assert.Equal(t, "VERSION "+kestrel.Version, got[0])
 }
+
+func TestALineTooLongThatIsNotAGetClosesTheConnection(t *testing.T) {
+	// Its value would be read as commands: memcache closes such a
+	// connection (it takes long get lines).
+	s := startServer(t, kestrel.Options{})
+	c := s.dial()
+	c.set("q", "kept")
+	c.send("set x 0 0 11 " + strings.Repeat(" ", 3000) + "\r\nflush_all\r\n\r\n")
+	assert.Equal(t, "CLIENT_ERROR line too long", c.line())
+	assert.True(t, c.closed())
+	assert.Equal(t, []string{"VALUE q 0 4", "kept", "END"}, s.dial().do("get q\r\n"), "the value was not read as a flush_all")
+}

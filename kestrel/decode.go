@@ -16,7 +16,9 @@ import (
 // Limits of the decoder.
 const (
 	// MaxLineLength is the longest command line, "\r\n" included: a
-	// longer one is answered "CLIENT_ERROR line too long" and skipped.
+	// longer one is answered "CLIENT_ERROR line too long" and skipped
+	// when it is a get's; any other closes the connection, as memcache
+	// closes it (a set's value would be read as commands).
 	MaxLineLength = 2048
 	// MaxKeys is the most keys one get names.
 	MaxKeys = 64
@@ -177,17 +179,19 @@ func noReply(args []string) ([]string, bool) {
 }
 
 // readLine returns the next line without its "\n" or "\r\n". A line over
-// MaxLineLength is read to its end and refused.
+// MaxLineLength is read to its end and refused, fatally unless it is a
+// get's.
 func (d *Decoder) readLine() ([]byte, error) {
 	line, err := d.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
+		tooLong := lineTooLong(line)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			_, err = d.r.ReadSlice('\n')
 		}
 		if err != nil {
 			return nil, unexpected(err)
 		}
-		return nil, clientError("line too long")
+		return nil, tooLong
 	}
 	if err != nil {
 		if len(line) > 0 {
@@ -196,10 +200,19 @@ func (d *Decoder) readLine() ([]byte, error) {
 		return nil, err
 	}
 	if len(line) > MaxLineLength {
-		return nil, clientError("line too long")
+		return nil, lineTooLong(line)
 	}
 	line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
 	return line, nil
+}
+
+// lineTooLong refuses a line over MaxLineLength that starts with line:
+// fatally unless it is a get's.
+func lineTooLong(line []byte) *ProtocolError {
+	pe := clientError("line too long")
+	cmd := bytes.TrimLeft(line, " ")
+	pe.Fatal = !bytes.HasPrefix(cmd, []byte("get ")) && !bytes.HasPrefix(cmd, []byte("gets "))
+	return pe
 }
 
 // unexpected turns an EOF inside a request into io.ErrUnexpectedEOF.

@@ -48,11 +48,13 @@
 // (storage.ValidateTopic). Replies come in the order of the requests,
 // pipelined requests included (they are flushed together when no request
 // is waiting). A request the decoder refuses is answered ERROR (unknown
-// command, empty line), "CLIENT_ERROR ..." (a malformed line, a line over
-// MaxLineLength, a value not followed by \r\n, a bad key option, a bad
-// queue name) or "SERVER_ERROR object too large for cache" (a value over
-// Options.MaxItemSize), and the connection goes on; only a value too large
-// to skip (over 64 times the limit) closes it.
+// command, empty line), "CLIENT_ERROR ..." (a malformed line, a get's
+// line over MaxLineLength, a value not followed by \r\n, a bad key
+// option, a bad queue name) or "SERVER_ERROR object too large for cache"
+// (a value over Options.MaxItemSize), and the connection goes on; only a
+// value too large to skip (over 64 times the limit) and a line over
+// MaxLineLength that is not a get's (its value would be read as commands)
+// close it, after their reply.
 //
 // # Open reads
 //

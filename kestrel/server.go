@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/seglog/seglog/offsets"
@@ -203,7 +204,7 @@ func (s *Server) acceptLoop() {
 				return
 			}
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 				// Out of file descriptors and the like: wait a little,
 				// as net/http does.
 				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)

@@ -33,10 +33,20 @@ type conn struct {
 	// connection's goroutine touches it.
 	open map[string][]openRead
 
-	// mu guards stopping and the read deadline against Close.
+	// mu guards stopping, watchSt and the read deadline against Close.
 	mu       sync.Mutex
 	stopping bool
+	watchSt  watchState
 }
+
+// watchState is where a connection's watch (of a waiting get) is.
+type watchState int
+
+const (
+	notWatching watchState = iota
+	watching               // reads have no deadline
+	unwatching             // reads return at once, until the watch ended
+)
 
 // openRead is an item handed out to this connection under a lease.
 type openRead struct {
@@ -45,12 +55,32 @@ type openRead struct {
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {
-	return &conn{
+	c := &conn{
 		s: s, nc: nc,
-		dec:  NewDecoder(nc, s.opts.MaxItemSize, int64(s.opts.MaxItemSize)*swallowFactor),
-		w:    bufio.NewWriterSize(nc, 16<<10),
 		open: make(map[string][]openRead),
 	}
+	c.w = bufio.NewWriterSize(c, 16<<10)
+	c.dec = NewDecoder(c, s.opts.MaxItemSize, int64(s.opts.MaxItemSize)*swallowFactor)
+	return c
+}
+
+// Read reads the connection for the decoder. With an idle timeout each
+// read may wait that long for bytes, so that a request that keeps coming,
+// however slowly, is not cut; the reads of a watch have no deadline, and
+// those of a stopping connection return at once.
+func (c *conn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	var d time.Time
+	switch {
+	case c.stopping || c.watchSt == unwatching:
+		d = time.Unix(1, 0)
+	case c.watchSt == watching:
+	case c.s.opts.IdleTimeout > 0:
+		d = time.Now().Add(c.s.opts.IdleTimeout)
+	}
+	_ = c.nc.SetReadDeadline(d)
+	c.mu.Unlock()
+	return c.nc.Read(p)
 }
 
 // stop makes the connection end after the request it is executing: a
@@ -63,35 +93,67 @@ func (c *conn) stop() {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(stopGrace))
 }
 
-// flush writes the buffered replies. With an idle timeout, a client that
-// does not read them for that long is dropped; a stopping connection
-// keeps the deadline stop set.
+// flush writes the buffered replies.
 func (c *conn) flush() error {
 	if c.w.Buffered() == 0 {
 		return nil
 	}
-	c.mu.Lock()
-	if t := c.s.opts.IdleTimeout; t > 0 && !c.stopping {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(t))
-	}
-	c.mu.Unlock()
 	return c.w.Flush()
 }
 
-// armRead sets the read deadline for the next request; false when the
-// connection is stopping.
-func (c *conn) armRead() bool {
+// writeChunk is the most a reply write sends under one deadline.
+const writeChunk = 64 << 10
+
+// Write writes replies to the connection, for the reply buffer (a flush,
+// or a value larger than the buffer). With an idle timeout, a client
+// that takes none of the bytes for that long is dropped: the deadline
+// moves on before each chunk of writeChunk bytes, so a slow reader of a
+// large value is not. A stopping connection keeps the deadline stop set.
+func (c *conn) Write(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c.mu.Lock()
+		if t := c.s.opts.IdleTimeout; t > 0 && !c.stopping {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(t))
+		}
+		c.mu.Unlock()
+		m, err := c.nc.Write(p[n:min(len(p), n+writeChunk)])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// watch calls cancel when the client leaves (its stream ends or fails)
+// while a get waits: it reads ahead of the request, without a deadline
+// (a waiting get is not idle). The function it returns stops the watch
+// and waits for it; the next Read sets the read deadline again.
+func (c *conn) watch(cancel func()) (stop func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopping {
-		return false
+		return func() {}
 	}
-	var d time.Time
-	if t := c.s.opts.IdleTimeout; t > 0 {
-		d = time.Now().Add(t)
+	c.watchSt = watching
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if c.dec.Gone() {
+			cancel()
+		}
+	}()
+	return func() {
+		c.mu.Lock()
+		c.watchSt = unwatching
+		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+		c.mu.Unlock()
+		<-done
+		c.mu.Lock()
+		c.watchSt = notWatching
+		c.mu.Unlock()
 	}
-	_ = c.nc.SetReadDeadline(d)
-	return true
 }
 
 // serve reads and executes requests in order until the client leaves,
@@ -117,7 +179,7 @@ func (c *conn) serve() {
 				return
 			}
 		}
-		if !c.armRead() {
+		if c.isStopping() {
 			return
 		}
 		req, err := c.dec.Decode()

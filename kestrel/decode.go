@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +16,9 @@ import (
 // Limits of the decoder.
 const (
 	// MaxLineLength is the longest command line, "\r\n" included: a
-	// longer one is answered "CLIENT_ERROR line too long" and skipped.
+	// longer one is answered "CLIENT_ERROR line too long" and skipped
+	// when it is a get's; any other closes the connection, as memcache
+	// closes it (a set's value would be read as commands).
 	MaxLineLength = 2048
 	// MaxKeys is the most keys one get names.
 	MaxKeys = 64
@@ -102,6 +105,22 @@ func NewDecoder(r io.Reader, maxValue int, maxSwallow int64) *Decoder {
 // the server flushes its replies when none are.
 func (d *Decoder) Buffered() bool { return d.r.Buffered() > 0 }
 
+// Gone waits until the stream ends or fails past the bytes already
+// read, and reports true then; false when a read deadline stopped the
+// wait, or when its buffer is full. It reads ahead without consuming:
+// Decode reads the same bytes next. It must not run beside Decode.
+func (d *Decoder) Gone() bool {
+	for {
+		n := d.r.Buffered()
+		if n >= d.r.Size() {
+			return false
+		}
+		if _, err := d.r.Peek(n + 1); err != nil {
+			return !errors.Is(err, os.ErrDeadlineExceeded)
+		}
+	}
+}
+
 // Decode reads the next request. It returns a *ProtocolError for a
 // request it refuses, and the reader's error (io.EOF at the end of the
 // stream, io.ErrUnexpectedEOF inside a request) when the stream ends or
@@ -160,17 +179,19 @@ func noReply(args []string) ([]string, bool) {
 }
 
 // readLine returns the next line without its "\n" or "\r\n". A line over
-// MaxLineLength is read to its end and refused.
+// MaxLineLength is read to its end and refused, fatally unless it is a
+// get's.
 func (d *Decoder) readLine() ([]byte, error) {
 	line, err := d.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
+		tooLong := lineTooLong(line)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			_, err = d.r.ReadSlice('\n')
 		}
 		if err != nil {
 			return nil, unexpected(err)
 		}
-		return nil, clientError("line too long")
+		return nil, tooLong
 	}
 	if err != nil {
 		if len(line) > 0 {
@@ -179,10 +200,19 @@ func (d *Decoder) readLine() ([]byte, error) {
 		return nil, err
 	}
 	if len(line) > MaxLineLength {
-		return nil, clientError("line too long")
+		return nil, lineTooLong(line)
 	}
 	line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
 	return line, nil
+}
+
+// lineTooLong refuses a line over MaxLineLength that starts with line:
+// fatally unless it is a get's.
+func lineTooLong(line []byte) *ProtocolError {
+	pe := clientError("line too long")
+	cmd := bytes.TrimLeft(line, " ")
+	pe.Fatal = !bytes.HasPrefix(cmd, []byte("get ")) && !bytes.HasPrefix(cmd, []byte("gets "))
+	return pe
 }
 
 // unexpected turns an EOF inside a request into io.ErrUnexpectedEOF.

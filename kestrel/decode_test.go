@@ -114,6 +114,29 @@ func TestDecodeRefusesAndGoesOn(t *testing.T) {
 	}
 }
 
+func TestDecodeLineTooLongIsFatalUnlessItIsAGet(t *testing.T) {
+	cases := []struct {
+		name  string
+		line  string
+		fatal bool
+	}{
+		{"get", "get " + strings.Repeat("q", 3*MaxLineLength), false},
+		{"gets after spaces", "  gets " + strings.Repeat("q", 3*MaxLineLength), false},
+		{"set", "set q 0 0 5" + strings.Repeat(" ", 3*MaxLineLength), true},
+		{"set just too long", "set q 0 0 5" + strings.Repeat(" ", MaxLineLength-11), true},
+		{"junk", strings.Repeat("x", 3*MaxLineLength), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewDecoder(strings.NewReader(tc.line+"\r\nhello\r\n"), 1024, 4096).Decode()
+			var pe *ProtocolError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "CLIENT_ERROR line too long", pe.Reply)
+			assert.Equal(t, tc.fatal, pe.Fatal)
+		})
+	}
+}
+
 func TestDecodeAbsurdLengthIsFatalWithoutAllocating(t *testing.T) {
 	d := NewDecoder(strings.NewReader("set q 0 0 9223372036854775807\r\nxx"), 1024, 4096)
 	allocs := testing.AllocsPerRun(1, func() {

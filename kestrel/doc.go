@@ -35,20 +35,26 @@
 //	flush <queue>             discards every item (open reads too): END
 //	flush_all [noreply]       flushes every queue: OK
 //	stats                     STAT lines, then END
-//	version                   VERSION seglog-kestrel-1
+//	version                   VERSION 1.0.0-seglog-kestrel
 //	shutdown                  stops the server (only with
 //	                          Options.EnableShutdown); no reply
 //	quit                      closes the connection
+//
+// A get that waits (t=) first sends the replies of the requests before
+// it, and stops waiting (END) when its client leaves or closes its
+// sending side: a gone client's get takes no item.
 //
 // A queue is created on first use; its name follows the topic-name rule
 // (storage.ValidateTopic). Replies come in the order of the requests,
 // pipelined requests included (they are flushed together when no request
 // is waiting). A request the decoder refuses is answered ERROR (unknown
-// command, empty line), "CLIENT_ERROR ..." (a malformed line, a line over
-// MaxLineLength, a value not followed by \r\n, a bad key option, a bad
-// queue name) or "SERVER_ERROR object too large for cache" (a value over
-// Options.MaxItemSize), and the connection goes on; only a value too large
-// to skip (over 64 times the limit) closes it.
+// command, empty line), "CLIENT_ERROR ..." (a malformed line, a get's
+// line over MaxLineLength, a value not followed by \r\n, a bad key
+// option, a bad queue name) or "SERVER_ERROR object too large for cache"
+// (a value over Options.MaxItemSize), and the connection goes on; only a
+// value too large to skip (over 64 times the limit) and a line over
+// MaxLineLength that is not a get's (its value would be read as commands)
+// close it, after their reply.
 //
 // # Open reads
 //

@@ -145,12 +145,46 @@ func (c *conn) get(req *Request) {
 		}
 		qs[i] = q
 	}
+	if line := c.refused(req.Keys); line != "" {
+		c.reply(line)
+		return
+	}
 	for i, k := range req.Keys {
 		if !c.getKey(req, k, qs[i]) {
 			return
 		}
 	}
 	c.reply("END")
+}
+
+// refused returns the line that refuses a get for the connection's open
+// reads, or "". Every key is checked, against the open reads as the keys
+// before it would leave them (each open counted as handing out an item),
+// before any item is handed out: a get is refused whole, as memcache
+// drops the VALUEs of a get it answers with an error, and no item is
+// taken for a reply the client will discard.
+func (c *conn) refused(keys []Key) string {
+	open := make(map[string]int, len(keys))
+	for _, k := range keys {
+		n, seen := open[k.Queue]
+		if !seen {
+			n = len(c.open[k.Queue])
+		}
+		if (k.Abort || k.Close) && n > 0 {
+			n--
+		}
+		switch {
+		case k.Abort || (k.Close && !k.Open):
+		case k.Open && n >= c.s.opts.MaxOpenReads:
+			return fmt.Sprintf("CLIENT_ERROR %d reads open on %s, at most %d: close or abort one first", n, k.Queue, c.s.opts.MaxOpenReads)
+		case !k.Open && !k.Peek && n > 0:
+			return fmt.Sprintf("CLIENT_ERROR a read is open on %s: close or abort it before a get that removes", k.Queue)
+		case k.Open:
+			n++
+		}
+		open[k.Queue] = n
+	}
+	return ""
 }
 
 // getKey executes one key of a get, writing its VALUE when an item is
@@ -175,15 +209,6 @@ func (c *conn) getKey(req *Request, k Key, q *queue.Queue) bool {
 		if !k.Open {
 			return true
 		}
-	}
-	n := len(c.open[k.Queue])
-	switch {
-	case k.Open && n >= c.s.opts.MaxOpenReads:
-		c.reply(fmt.Sprintf("CLIENT_ERROR %d reads open on %s, at most %d: close or abort one first", n, k.Queue, c.s.opts.MaxOpenReads))
-		return false
-	case !k.Open && !k.Peek && n > 0:
-		c.reply(fmt.Sprintf("CLIENT_ERROR a read is open on %s: close or abort it before a get that removes", k.Queue))
-		return false
 	}
 	var it queue.Item
 	var ok bool
@@ -221,20 +246,18 @@ func (c *conn) getKey(req *Request, k Key, q *queue.Queue) bool {
 // take hands out the next item of q (under a lease for /open), waiting
 // up to the key's t= (not at all without one). ok is false when there was
 // none: the wait ended, the queue was deleted, or the server is closing.
+// Before it waits, it sends the replies so far, and it stops waiting
+// when the client leaves: a gone client's get takes no item.
 func (c *conn) take(q *queue.Queue, k Key) (queue.Item, bool, error) {
-	ctx, cancel := context.WithCancel(c.s.ctx)
-	if k.HasWait && k.Wait > 0 {
-		ctx, cancel = context.WithTimeout(c.s.ctx, k.Wait)
-	} else {
-		cancel() // a done context makes the queue poll
-	}
-	defer cancel()
-	var it queue.Item
-	var err error
-	if k.Open {
-		it, err = q.Open(ctx)
-	} else {
-		it, err = q.Get(ctx)
+	poll, cancel := context.WithCancel(c.s.ctx)
+	cancel() // a done context makes the queue poll
+	it, err := c.takeFrom(poll, q, k)
+	if err != nil && errors.Is(err, context.Canceled) && k.HasWait && k.Wait > 0 && c.flush() == nil {
+		ctx, cancel := context.WithTimeout(c.s.ctx, k.Wait)
+		stopWatch := c.watch(cancel)
+		it, err = c.takeFrom(ctx, q, k)
+		stopWatch()
+		cancel()
 	}
 	switch {
 	case err == nil:
@@ -244,6 +267,13 @@ func (c *conn) take(q *queue.Queue, k Key) (queue.Item, bool, error) {
 	default:
 		return it, false, err
 	}
+}
+
+func (c *conn) takeFrom(ctx context.Context, q *queue.Queue, k Key) (queue.Item, error) {
+	if k.Open {
+		return q.Open(ctx)
+	}
+	return q.Get(ctx)
 }
 
 // popOpen removes and returns the connection's oldest open read on a

@@ -54,8 +54,8 @@ func (r *registry) get(name string) (*queue.Queue, error) {
 }
 
 // names returns the names of the queues: those open and those in the
-// data directory (every topic of one partition with a position of
-// queue.Group), sorted.
+// data directory (queue.List: every topic queue.Group reads, a queue
+// never got from included), sorted.
 func (r *registry) names() []string {
 	r.mu.Lock()
 	out := make([]string, 0, len(r.m))
@@ -63,12 +63,9 @@ func (r *registry) names() []string {
 		out = append(out, name)
 	}
 	r.mu.Unlock()
-	for _, t := range r.store.Topics() {
-		if t.Partitions != 1 {
-			continue
-		}
-		if _, err := r.ost.Fetch(queue.Group, t.Name, 0); err == nil && !slices.Contains(out, t.Name) {
-			out = append(out, t.Name)
+	for _, name := range queue.List(r.store, r.ost) {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
 		}
 	}
 	slices.Sort(out)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/seglog/seglog/offsets"
@@ -27,8 +28,10 @@ const (
 	// belongs to its connection and ends with it, not with a clock, so
 	// the lease of the queue package is set out of reach.
 	DefaultLeaseTimeout = 100 * 365 * 24 * time.Hour
-	// Version is what the version command answers and stats reports.
-	Version = "seglog-kestrel-1"
+	// Version is what the version command answers and stats reports:
+	// numbers first, major.minor.micro, as memcache's, which client
+	// libraries parse (libmemcached fails on anything else).
+	Version = "1.0.0-seglog-kestrel"
 )
 
 // Options configure a Server. The zero value is usable.
@@ -41,8 +44,9 @@ type Options struct {
 	// MaxOpenReads is how many reads one connection may hold open on one
 	// queue (default DefaultMaxOpenReads).
 	MaxOpenReads int
-	// IdleTimeout closes a connection that sends nothing for that long
-	// between requests (0: never).
+	// IdleTimeout closes a connection that sends nothing for that long,
+	// between requests or inside one, or that takes none of its replies'
+	// bytes for that long (0: never). A get waiting on t= is not idle.
 	IdleTimeout time.Duration
 	// EnableShutdown lets the shutdown command stop the server. Without
 	// it, shutdown is refused.
@@ -200,7 +204,7 @@ func (s *Server) acceptLoop() {
 				return
 			}
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 				// Out of file descriptors and the like: wait a little,
 				// as net/http does.
 				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)

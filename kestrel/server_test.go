@@ -165,6 +165,14 @@ func TestBadRequestsGetErrorsAndTheConnectionGoesOn(t *testing.T) {
 		{"set q 0 0\r\n", "CLIENT_ERROR bad command line format"},
 		{"get " + strings.Repeat("q", 5000) + "\r\n", "CLIENT_ERROR line too long"},
 		{"shutdown\r\n", "CLIENT_ERROR shutdown is not enabled"},
+		{"\x00\x00\x00\r\n", "ERROR"},
+		{"\xff\xfe get q\r\n", "ERROR"},
+		{"get q\x00\r\n", "CLIENT_ERROR"},
+		{"   \n", "ERROR"},
+		{"set q 0 0 -5\r\n", "CLIENT_ERROR bad command line format"},
+		{"set q 0 0 99999999999999999999999\r\n", "CLIENT_ERROR bad command line format"},
+		{"set q 0 0 3\r\nabcdefgh\r\n", "CLIENT_ERROR bad data chunk"},
+		{"get " + strings.Repeat("x", 3000) + "\n", "CLIENT_ERROR line too long"},
 	}
 	for _, tc := range cases {
 		got := c.do(tc.req)
@@ -316,6 +324,17 @@ func TestDeleteAndFlush(t *testing.T) {
 	assert.Equal(t, []string{"END"}, c.do("get d\r\n"), "a new, empty queue")
 	c.set("d", "4")
 	assert.Equal(t, "4", c.do("get d\r\n")[1])
+}
+
+func TestAQueueOnlySetBeforeARestartIsStillAQueue(t *testing.T) {
+	s := startServer(t, kestrel.Options{})
+	c := s.dial()
+	c.set("only", "x")
+	s.restart(kestrel.Options{})
+	c = s.dial()
+	assert.Equal(t, "1", statsOf(t, c)["queue_only_items"], "stats lists it")
+	assert.Equal(t, []string{"OK"}, c.do("flush_all\r\n"))
+	assert.Equal(t, []string{"END"}, c.do("get only\r\n"), "flush_all flushed it")
 }
 
 func TestItemsAndConfirmsOutliveARestart(t *testing.T) {

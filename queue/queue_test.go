@@ -269,6 +269,35 @@ func TestWaitingOpenWokenByAbort(t *testing.T) {
 	assert.Equal(t, a.Offset, (<-got).Offset)
 }
 
+// TestWaitingGetWhoseContextEndedTakesNoItemAfter: a waiting Get whose
+// context ends before an item comes back returns the context's error
+// and leaves the item, whichever it sees first when it wakes (a server
+// closing ends its waiting gets, then hands open reads back).
+func TestWaitingGetWhoseContextEndedTakesNoItemAfter(t *testing.T) {
+	e := newEnv(t)
+	q := e.open(queue.Options{LeaseTimeout: time.Hour})
+	for range 100 {
+		put(t, q, "a")
+		a, err := q.Open(context.Background())
+		require.NoError(t, err)
+		armed := e.clock.armedCount()
+		ctx, cancel := context.WithCancel(context.Background())
+		got := make(chan error, 1)
+		go func() {
+			_, err := q.Get(ctx)
+			got <- err
+		}()
+		e.clock.waitArmed(armed+1, 1) // it waits
+		cancel()
+		require.NoError(t, q.Abort(a.Lease))
+		require.ErrorIs(t, <-got, context.Canceled, "the Get took the item that came back after its context ended")
+		it, err := q.Open(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, a.Offset, it.Offset)
+		require.NoError(t, q.Confirm(it.Lease))
+	}
+}
+
 // TestOutOfOrderConfirms: the head moves over the contiguous confirmed
 // prefix only; the confirmed-above set is committed with it and survives
 // a restart.

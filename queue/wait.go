@@ -92,7 +92,9 @@ func (q *Queue) wait(ctx context.Context, w waitSpec) error {
 			return fmt.Errorf("queue %s: waiting for items: %w", q.key.Topic, err)
 		}
 	}
-	return nil
+	// Woken as ctx ended too (select picks at random among ready
+	// cases): the wait is over, and an item that came meanwhile stays.
+	return ctx.Err()
 }
 
 // persist makes the state of change seq (or a later one) durable: it

@@ -206,7 +206,14 @@
 // succeeds. If there is one, the journal is damaged in the middle: Open fails
 // with a *CorruptError at P, unless Options.RecoverCorrupt is set, in which
 // case the state before P is kept and the journal is truncated at P (later
-// journals, which only a crash during compaction can leave, are removed). A
+// journals, which only a crash during compaction can leave, are removed).
+// Except for a torn append: a bad record at P with a whole header whose
+// length reaches past the end of the file, and whose body is, as far as it
+// goes, the start of a well-formed one, is a torn tail whatever it holds -
+// its metadata is a client's bytes and may hold a whole record, which is
+// not one of the journal's. (A record whose length was damaged shows its
+// whole body before the end, or a malformed one.) The stores beside it
+// judge the bytes after the last whole record the same way. A
 // record whose checksum matches but whose body is malformed is always
 // corruption. A journal shorter than its header (zero length included), or
 // one whose header fails its checks with no valid record anywhere after it

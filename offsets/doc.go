@@ -212,8 +212,17 @@
 // goes, the start of a well-formed one, is a torn tail whatever it holds -
 // its metadata is a client's bytes and may hold a whole record, which is
 // not one of the journal's. (A record whose length was damaged shows its
-// whole body before the end, or a malformed one.) The stores beside it
-// judge the bytes after the last whole record the same way. A
+// whole body before the end, or a malformed one.) And except for a lost
+// page: zeros from P, or from a 4 KiB boundary after P, up to the next 4
+// KiB boundary of the file, before the next valid record, are what a power
+// cut leaves of appends that no fsync covered when the OS had written
+// later pages of them and not that one (the file's size reached the disk,
+// the page's data did not); the records after it were never acknowledged
+// (an fsync covering them would have covered the page), and all of it is a
+// torn tail. A block of an fsynced journal that the disk itself loses, as
+// zeros, is cut the same way (as RecoverCorrupt would), not refused. The
+// stores beside it judge the bytes after the last whole record the same
+// way. A
 // record whose checksum matches but whose body is malformed is always
 // corruption. A journal shorter than its header (zero length included), or
 // one whose header fails its checks with no valid record anywhere after it

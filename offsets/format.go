@@ -324,21 +324,54 @@ func tornAt(data []byte, off int) bool {
 }
 
 // damagedAfter reports whether the bad record at off in data, the end of a
-// journal, is followed by a valid one (damage in the middle of the
-// journal), unless it is a torn append (tornAt).
-func damagedAfter(data []byte, off int) bool {
-	return !tornAt(data, off) && validRecordAfter(data, off+1)
+// journal from its byte base on, is followed by a valid one (damage in the
+// middle of the journal), unless it is a torn append (tornAt) or a page
+// that a power cut lost lies between them (lostPage).
+func damagedAfter(data []byte, base int64, off int) bool {
+	if tornAt(data, off) {
+		return false
+	}
+	q := nextValidRecord(data, off+1)
+	return q >= 0 && !lostPage(data, base, off, q)
+}
+
+// lostPageBytes is the unit in which a power cut loses appended data that
+// no fsync covered: a filesystem block, or a page of the page cache.
+const lostPageBytes = 4096
+
+// lostPage reports whether data, a journal's bytes from its byte base on,
+// holds between positions p and q zeros up to a lostPageBytes boundary of
+// the file, from p or from the boundary before: what a power cut leaves
+// of a page that the OS had not written while it wrote later ones (the
+// file's size reached the disk, the page's data did not). The records
+// after it were not acknowledged: an fsync that covered them would have
+// covered the page.
+func lostPage(data []byte, base int64, p, q int) bool {
+	for x := (base+int64(p))/lostPageBytes*lostPageBytes + lostPageBytes; x <= base+int64(q); x += lostPageBytes {
+		end := int(x - base)
+		start := max(p, end-lostPageBytes)
+		if !slices.ContainsFunc(data[start:end], func(b byte) bool { return b != 0 }) {
+			return true
+		}
+	}
+	return false
 }
 
 // validRecordAfter reports whether a valid record starts anywhere in data
 // after position from.
 func validRecordAfter(data []byte, from int) bool {
+	return nextValidRecord(data, from) >= 0
+}
+
+// nextValidRecord returns the first position at or after from where a
+// valid record starts in data, or -1.
+func nextValidRecord(data []byte, from int) int {
 	for q := from; q+recordHeaderSize < len(data); q++ {
 		if _, r, _ := checkRecordAt(data, q); r == "" {
-			return true
+			return q
 		}
 	}
-	return false
+	return -1
 }
 
 // lostHeader reports whether a journal's content is what an interrupted
@@ -397,7 +430,7 @@ func replayJournal(data []byte, gen uint64, st *state) journalResult {
 	for res.end < len(data) {
 		size, reason, malformed := checkRecordAt(data, res.end)
 		if reason != "" {
-			if malformed || damagedAfter(data, res.end) {
+			if malformed || damagedAfter(data, 0, res.end) {
 				res.reason = reason
 			}
 			return res

@@ -54,8 +54,10 @@ func TestTornAppendWithRecordInMetadata(t *testing.T) {
 
 // TestDamagedAfterTellsTornAppendFromDamage: the bytes after the last whole
 // record are a torn append, cut, when they are the start of a record that
-// reaches past the end, whatever its metadata holds; they are damage,
-// refused, when a valid record follows and they are not.
+// reaches past the end, whatever its metadata holds, or when zeros up to a
+// page boundary lie between them and the next valid record (a page that a
+// power cut lost); they are damage, refused, when a valid record follows
+// and they are neither.
 func TestDamagedAfterTellsTornAppendFromDamage(t *testing.T) {
 	commit := func(group string, offset int64, metadata string) []byte {
 		b, start := appendCommitHead(nil, group, 1, 1)
@@ -84,11 +86,16 @@ func TestDamagedAfterTellsTornAppendFromDamage(t *testing.T) {
 		{"a length grown past the end, the record whole before it", cat(longer(whole, 1000), []byte("junk"), whole), true},
 		{"an unknown type, then a record", cat(append(append([]byte{}, whole[:12]...), 9), whole), true},
 		{"garbage, then a record", cat([]byte("garbage!"), whole), true},
+		{"zeros to a page boundary, then records", cat(make([]byte, lostPageBytes-journalHeaderSize-len(whole)), whole, whole), false},
+		{"a record to a page boundary, a page of zeros, then a record",
+			cat(bytes.Repeat([]byte("g"), lostPageBytes-journalHeaderSize-len(whole)), make([]byte, lostPageBytes), whole), false},
+		{"zeros short of a page boundary, then a record", cat(make([]byte, 100), whole), true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.damaged, damagedAfter(c.data, 0))
 			journal := cat(appendJournalHeader(nil, 1), whole, c.data)
+			assert.Equal(t, c.damaged, damagedAfter(journal, 0, journalHeaderSize+len(whole)))
+			assert.Equal(t, c.damaged, damagedAfter(c.data, journalHeaderSize+int64(len(whole)), 0), "from the tail a store reads")
 			res := replayJournal(journal, 1, newState(0))
 			assert.Equal(t, journalHeaderSize+len(whole), res.end)
 			assert.Equal(t, c.damaged, res.reason != "", res.reason)

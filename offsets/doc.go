@@ -233,7 +233,11 @@
 // header durable with it; its header is rewritten and fsynced before any
 // commit is accepted. A bad header in front of valid records is
 // corruption: Open refuses with a *CorruptError naming the file at
-// position 0.
+// position 0. A header with the magic and a version byte above this
+// seglog's is a later seglog's journal, whatever follows it (a header that
+// did not reach the disk whole shows zeros, not another version): Open
+// (with RecoverCorrupt too) and OpenReadOnly refuse it with a
+// *CorruptError and change nothing.
 //
 // # Compaction
 //

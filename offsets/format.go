@@ -411,6 +411,7 @@ type journalResult struct {
 	end     int    // length of the valid prefix (0: the header must be rewritten)
 	reason  string // corruption in the middle at end ("" if none)
 	records int
+	newer   bool // the header is a later version's: refused, never cut
 }
 
 // replayJournal applies the valid records of a journal's content to st (nil:
@@ -419,6 +420,13 @@ func replayJournal(data []byte, gen uint64, st *state) journalResult {
 	var reason string
 	if len(data) >= journalHeaderSize {
 		reason = journalHeaderReason(data, gen)
+		if string(data[:4]) == journalMagic && data[4] > formatVersion {
+			// Whole (a header that did not reach the disk whole shows
+			// zeros, not another version), and written by a later seglog,
+			// with records this one may not read: not an interrupted
+			// creation, whatever follows it.
+			return journalResult{reason: reason, newer: true}
+		}
 	}
 	if lostHeader(data, reason) {
 		return journalResult{end: 0} // creation interrupted: rewrite the header

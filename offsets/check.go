@@ -129,6 +129,9 @@ func Check(dir string) (CheckReport, error) {
 		}
 		res := replayJournal(data, gen, st)
 		switch {
+		case res.newer:
+			add(CheckProblem{File: p, Pos: 0, What: res.reason + " (written by a later seglog: Open refuses the store)", Err: true})
+			stopped = true
 		case res.reason != "":
 			add(CheckProblem{File: p, Pos: int64(res.end), What: res.reason + " (Open refuses the store unless it recovers corruption, which drops this record and all after it)", Err: true})
 			stopped = true

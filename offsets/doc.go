@@ -206,7 +206,23 @@
 // succeeds. If there is one, the journal is damaged in the middle: Open fails
 // with a *CorruptError at P, unless Options.RecoverCorrupt is set, in which
 // case the state before P is kept and the journal is truncated at P (later
-// journals, which only a crash during compaction can leave, are removed). A
+// journals, which only a crash during compaction can leave, are removed).
+// Except for a torn append: a bad record at P with a whole header whose
+// length reaches past the end of the file, and whose body is, as far as it
+// goes, the start of a well-formed one, is a torn tail whatever it holds -
+// its metadata is a client's bytes and may hold a whole record, which is
+// not one of the journal's. (A record whose length was damaged shows its
+// whole body before the end, or a malformed one.) And except for a lost
+// page: zeros from P, or from a 4 KiB boundary after P, up to the next 4
+// KiB boundary of the file, before the next valid record, are what a power
+// cut leaves of appends that no fsync covered when the OS had written
+// later pages of them and not that one (the file's size reached the disk,
+// the page's data did not); the records after it were never acknowledged
+// (an fsync covering them would have covered the page), and all of it is a
+// torn tail. A block of an fsynced journal that the disk itself loses, as
+// zeros, is cut the same way (as RecoverCorrupt would), not refused. The
+// stores beside it judge the bytes after the last whole record the same
+// way. A
 // record whose checksum matches but whose body is malformed is always
 // corruption. A journal shorter than its header (zero length included), or
 // one whose header fails its checks with no valid record anywhere after it
@@ -217,7 +233,11 @@
 // header durable with it; its header is rewritten and fsynced before any
 // commit is accepted. A bad header in front of valid records is
 // corruption: Open refuses with a *CorruptError naming the file at
-// position 0.
+// position 0. A header with the magic and a version byte above this
+// seglog's is a later seglog's journal, whatever follows it (a header that
+// did not reach the disk whole shows zeros, not another version): Open
+// (with RecoverCorrupt too) and OpenReadOnly refuse it with a
+// *CorruptError and change nothing.
 //
 // # Compaction
 //

@@ -112,7 +112,15 @@ type decbuf struct {
 	off int
 	err string
 	at  int // offset of the first error
+	// claim, when above len(b), is the length that b is a prefix of (a
+	// torn record's body): running out of b within it fails with cutShort,
+	// and counts and lengths are checked against it.
+	claim int
 }
+
+// cutShort is the reason of a decbuf whose bytes end before its claim: a
+// prefix of a well-formed body, as far as it goes.
+const cutShort = "cut short"
 
 func (d *decbuf) fail(reason string) {
 	if d.err == "" {
@@ -122,6 +130,17 @@ func (d *decbuf) fail(reason string) {
 
 func (d *decbuf) left() int { return len(d.b) - d.off }
 
+// room is what remains of the claim (of b, without one).
+func (d *decbuf) room() int { return max(d.claim, len(d.b)) - d.off }
+
+// short fails with cutShort if n bytes fit in the claim, else with reason.
+func (d *decbuf) short(n uint64, reason string) {
+	if n <= uint64(d.room()) {
+		reason = cutShort
+	}
+	d.fail(reason)
+}
+
 // zeros is what take returns in place of the bytes it does not have.
 var zeros [8]byte
 
@@ -129,7 +148,7 @@ var zeros [8]byte
 // when fewer than n are left (so that the fixed-width reads return zero).
 func (d *decbuf) take(n int) []byte {
 	if d.err != "" || d.left() < n {
-		d.fail("truncated")
+		d.short(uint64(n), "truncated")
 		return zeros[:n]
 	}
 	d.off += n
@@ -147,6 +166,10 @@ func (d *decbuf) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b[d.off:])
+	if n == 0 && d.room() > d.left() {
+		d.fail(cutShort) // the varint goes on past the bytes there are
+		return 0
+	}
 	if n <= 0 {
 		d.fail("bad varint")
 		return 0
@@ -164,7 +187,7 @@ func (d *decbuf) bytes(n uint64) []byte {
 		return nil
 	}
 	if n > uint64(d.left()) {
-		d.fail("length beyond the end")
+		d.short(n, "length beyond the end")
 		return nil
 	}
 	v := d.b[d.off : d.off+int(n)]
@@ -206,7 +229,7 @@ func (d *decbuf) str() []byte { return d.bytes(d.uvarint()) }
 // that the remaining bytes cannot hold, so that it is safe as a size hint.
 func (d *decbuf) count(minSize int) int {
 	n := d.uvarint()
-	if d.err == "" && n > uint64(d.left()/minSize) {
+	if d.err == "" && n > uint64(d.room()/minSize) {
 		d.fail("count larger than the remaining bytes")
 		return 0
 	}
@@ -230,7 +253,7 @@ func (d *decbuf) offset() int64 {
 }
 
 func (d *decbuf) end() {
-	if d.err == "" && d.left() != 0 {
+	if d.err == "" && d.room() != 0 {
 		d.fail("trailing bytes")
 	}
 }
@@ -281,15 +304,74 @@ func scanRecords(data []byte) (valid, records int, reason string, malformed bool
 	return valid, records, "", false
 }
 
-// validRecordAfter reports whether a valid record starts anywhere in data
-// after position from.
-func validRecordAfter(data []byte, from int) bool {
-	for q := from; q+recordHeaderSize < len(data); q++ {
-		if _, r, _ := checkRecordAt(data, q); r == "" {
+// tornAt reports whether the record at off in data, the end of a journal,
+// is what an interrupted append leaves: a whole header whose length
+// reaches past the end, and a body that is, as far as it goes, the start
+// of a well-formed one. Its metadata may then hold anything (the
+// client's bytes, a whole record included): it is not searched for
+// records, and the bytes are a torn tail. A record whose length was
+// damaged shows a whole body before the end, or a malformed one.
+func tornAt(data []byte, off int) bool {
+	rest := data[off:]
+	if len(rest) < recordHeaderSize {
+		return false
+	}
+	n := binary.LittleEndian.Uint32(rest[8:])
+	if n == 0 || n > MaxRecordBytes || uint64(n) <= uint64(len(rest)-recordHeaderSize) {
+		return false
+	}
+	return decodeBody(nil, &decbuf{b: rest[recordHeaderSize:], claim: int(n)}) == cutShort
+}
+
+// damagedAfter reports whether the bad record at off in data, the end of a
+// journal from its byte base on, is followed by a valid one (damage in the
+// middle of the journal), unless it is a torn append (tornAt) or a page
+// that a power cut lost lies between them (lostPage).
+func damagedAfter(data []byte, base int64, off int) bool {
+	if tornAt(data, off) {
+		return false
+	}
+	q := nextValidRecord(data, off+1)
+	return q >= 0 && !lostPage(data, base, off, q)
+}
+
+// lostPageBytes is the unit in which a power cut loses appended data that
+// no fsync covered: a filesystem block, or a page of the page cache.
+const lostPageBytes = 4096
+
+// lostPage reports whether data, a journal's bytes from its byte base on,
+// holds between positions p and q zeros up to a lostPageBytes boundary of
+// the file, from p or from the boundary before: what a power cut leaves
+// of a page that the OS had not written while it wrote later ones (the
+// file's size reached the disk, the page's data did not). The records
+// after it were not acknowledged: an fsync that covered them would have
+// covered the page.
+func lostPage(data []byte, base int64, p, q int) bool {
+	for x := (base+int64(p))/lostPageBytes*lostPageBytes + lostPageBytes; x <= base+int64(q); x += lostPageBytes {
+		end := int(x - base)
+		start := max(p, end-lostPageBytes)
+		if !slices.ContainsFunc(data[start:end], func(b byte) bool { return b != 0 }) {
 			return true
 		}
 	}
 	return false
+}
+
+// validRecordAfter reports whether a valid record starts anywhere in data
+// after position from.
+func validRecordAfter(data []byte, from int) bool {
+	return nextValidRecord(data, from) >= 0
+}
+
+// nextValidRecord returns the first position at or after from where a
+// valid record starts in data, or -1.
+func nextValidRecord(data []byte, from int) int {
+	for q := from; q+recordHeaderSize < len(data); q++ {
+		if _, r, _ := checkRecordAt(data, q); r == "" {
+			return q
+		}
+	}
+	return -1
 }
 
 // lostHeader reports whether a journal's content is what an interrupted
@@ -329,6 +411,7 @@ type journalResult struct {
 	end     int    // length of the valid prefix (0: the header must be rewritten)
 	reason  string // corruption in the middle at end ("" if none)
 	records int
+	newer   bool // the header is a later version's: refused, never cut
 }
 
 // replayJournal applies the valid records of a journal's content to st (nil:
@@ -337,6 +420,13 @@ func replayJournal(data []byte, gen uint64, st *state) journalResult {
 	var reason string
 	if len(data) >= journalHeaderSize {
 		reason = journalHeaderReason(data, gen)
+		if string(data[:4]) == journalMagic && data[4] > formatVersion {
+			// Whole (a header that did not reach the disk whole shows
+			// zeros, not another version), and written by a later seglog,
+			// with records this one may not read: not an interrupted
+			// creation, whatever follows it.
+			return journalResult{reason: reason, newer: true}
+		}
 	}
 	if lostHeader(data, reason) {
 		return journalResult{end: 0} // creation interrupted: rewrite the header
@@ -348,7 +438,7 @@ func replayJournal(data []byte, gen uint64, st *state) journalResult {
 	for res.end < len(data) {
 		size, reason, malformed := checkRecordAt(data, res.end)
 		if reason != "" {
-			if malformed || validRecordAfter(data, res.end+1) {
+			if malformed || damagedAfter(data, 0, res.end) {
 				res.reason = reason
 			}
 			return res

@@ -106,6 +106,12 @@ func FuzzRecord(f *testing.F) {
 		if decodeRecord(nil, rec) == "" {
 			assert.Empty(t, res.reason)
 			assert.Equal(t, len(b), res.end)
+			// Every cut of it past its header is a torn append.
+			for cut := journalHeaderSize + recordHeaderSize; cut < len(b); cut++ {
+				if !tornAt(b[:cut], journalHeaderSize) {
+					t.Fatalf("cut at %d of %d is not a torn append", cut, len(b))
+				}
+			}
 		} else {
 			assert.NotEmpty(t, res.reason, "a malformed record with a good checksum is corruption")
 			assert.Equal(t, journalHeaderSize, res.end)

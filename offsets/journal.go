@@ -299,7 +299,7 @@ func (s *Store) currentLocked() error {
 	if valid == len(data) {
 		return nil
 	}
-	if (malformed || validRecordAfter(data, valid+1)) && !s.opts.RecoverCorrupt {
+	if (malformed || damagedAfter(data, s.end-int64(valid), valid)) && !s.opts.RecoverCorrupt {
 		return s.failLocked(&CorruptError{File: s.j.f.Name(), Pos: s.end, Reason: reason})
 	}
 	if err := s.j.f.Truncate(s.end); err != nil {

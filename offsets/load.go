@@ -205,7 +205,7 @@ func (s *Store) replayJournalsLocked(gens []uint64, snapGen uint64, l *loaded) (
 		}
 		res := replayJournal(data, gen, l.st)
 		if res.reason != "" {
-			if !s.opts.RecoverCorrupt {
+			if !s.opts.RecoverCorrupt || res.newer {
 				return nil, false, &CorruptError{File: path, Pos: int64(res.end), Reason: res.reason}
 			}
 			stopped = true
@@ -455,10 +455,10 @@ func (s *Store) tryLoadReadOnly(last bool) (_ *loaded, err error) {
 		files[len(files)-1].size = len(data)
 		res := replayJournal(data, gen, l.st)
 		if res.reason != "" {
-			if !last && len(files) == len(gens) {
+			if !last && len(files) == len(gens) && !res.newer {
 				return nil, fmt.Errorf("%w: %s: %s", errChanged, path, res.reason)
 			}
-			if !s.opts.RecoverCorrupt {
+			if !s.opts.RecoverCorrupt || res.newer {
 				return nil, &CorruptError{File: path, Pos: int64(res.end), Reason: res.reason}
 			}
 			l.tail = int64(len(data) - res.end)

@@ -1,9 +1,12 @@
 package offsets
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -349,4 +352,65 @@ func TestOpensStoreOfEarlierVersion(t *testing.T) {
 	assert.Equal(t, want, snapshotOf(ro))
 	require.NoError(t, s.Close())
 	require.NoError(t, ro.Close())
+}
+
+// TestReadOnlyReadsEveryAcknowledgedCommitWhileWritersCompact: two writers
+// commit and compact (on demand and past CompactBytes) while a read-only
+// store and a writer read: every read sees, for each key, at least the
+// last commit acknowledged before it began (never nothing, never an
+// older one).
+func TestReadOnlyReadsEveryAcknowledgedCommitWhileWritersCompact(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{CompactBytes: 2 << 10}
+	writers := []*Store{openT(t, dir, opts), openT(t, dir, opts)}
+	ro, err := OpenReadOnly(dir, Options{})
+	require.NoError(t, err)
+	var acked [2]atomic.Int64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, w := range writers {
+		wg.Go(func() {
+			for off := int64(1); off <= 400; off++ {
+				if !assert.NoError(t, w.Commit(fmt.Sprintf("g%d", i), "t", 0, off, "")) {
+					return
+				}
+				acked[i].Store(off)
+				if off%25 == 0 {
+					assert.NoError(t, w.Compact())
+				}
+			}
+		})
+	}
+	var readers sync.WaitGroup
+	for _, r := range []*Store{ro, writers[0]} {
+		readers.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for i := range acked {
+					before := acked[i].Load()
+					p, err := r.Fetch(fmt.Sprintf("g%d", i), "t", 0)
+					if before == 0 {
+						continue
+					}
+					if !assert.NoError(t, err, "g%d acknowledged %d", i, before) ||
+						!assert.GreaterOrEqual(t, p.Offset, before, "g%d", i) {
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	readers.Wait()
+	assert.Positive(t, ro.Stats().Reloads)
+	want := map[key]val{{"g0", "t", 0}: {400, ""}, {"g1", "t", 0}: {400, ""}}
+	assert.Equal(t, want, snapshotOf(ro))
+	for _, s := range append(writers, ro) {
+		require.NoError(t, s.Close())
+	}
 }

@@ -248,3 +248,56 @@ func TestSyncFailureIsSticky(t *testing.T) {
 	assert.GreaterOrEqual(t, p.Offset, int64(1), "the acknowledged commit is there")
 	require.NoError(t, s.Close())
 }
+
+// TestNewerJournalVersionRefused: a journal written by a later seglog (a
+// higher version byte behind the magic) holds records this version may not
+// read. It is not an interrupted creation: Open and OpenReadOnly refuse it,
+// and the file is left as it was.
+func TestNewerJournalVersionRefused(t *testing.T) {
+	record := func(typ byte, body string) []byte {
+		b, start := beginRecord(nil, typ)
+		b = append(b, body...)
+		finishRecord(b, start)
+		return b
+	}
+	known, _ := appendCommitHead(nil, "g", 1, 1)
+	known = appendEntry(known, "t", 0, 7, "")
+	finishRecord(known, 0)
+	cases := []struct {
+		name    string
+		records []byte
+	}{
+		{"no records", nil},
+		{"a record of a type this version does not know", record(9, "\x01g\x01t")},
+		{"a record this version reads", known},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, openT(t, dir, Options{}).Close())
+			data := append(appendJournalHeader(nil, 1), c.records...)
+			data[4] = formatVersion + 1
+			path := filepath.Join(dir, journalName(1))
+			require.NoError(t, os.WriteFile(path, data, 0o640))
+
+			_, err := Open(dir, Options{})
+			var ce *CorruptError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, path, ce.File)
+			assert.Contains(t, ce.Reason, "unsupported journal version")
+			_, err = Open(dir, Options{RecoverCorrupt: true})
+			assert.ErrorIs(t, err, ErrCorrupt, "not recovered by cutting it")
+			_, err = OpenReadOnly(dir, Options{})
+			assert.ErrorIs(t, err, ErrCorrupt)
+			rep, err := Check(dir)
+			require.NoError(t, err)
+			if assert.Len(t, rep.Problems, 1) {
+				assert.True(t, rep.Problems[0].Err)
+				assert.Contains(t, rep.Problems[0].What, "later seglog")
+			}
+			after, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, data, after, "left as it was")
+		})
+	}
+}

@@ -102,7 +102,12 @@ func (st *state) deleteGroup(g *groupState) {
 // may apply part of it, so callers apply only records that decodeRecord(nil,
 // rec) accepted or that this package encoded.
 func decodeRecord(st *state, rec []byte) string {
-	d := decbuf{b: rec}
+	return decodeBody(st, &decbuf{b: rec})
+}
+
+// decodeBody is decodeRecord on a decbuf (which may claim more bytes than
+// it holds: see tornAt).
+func decodeBody(st *state, d *decbuf) string {
 	switch d.u8() {
 	case recCommit:
 		gname := d.name()
@@ -120,7 +125,10 @@ func decodeRecord(st *state, rec []byte) string {
 			p := d.partition()
 			off := d.offset()
 			md := d.str()
-			if st == nil || d.err != "" {
+			if d.err != "" {
+				break
+			}
+			if st == nil {
 				continue
 			}
 			t := st.topic(g, tname)

@@ -77,11 +77,7 @@ func TestNoConsumersReadsNothing(t *testing.T) {
 }
 
 func TestRunOnceBesideLooksAgainWhenADryRunListedWhatIsGone(t *testing.T) {
-	root := t.TempDir()
-	w := openStore(t, root, storage.StoreOptions{Log: smallLog()})
-	makeTopic(t, w, "gone", 1, 4, 10, at(t0.Add(-48*time.Hour)))
-	makeTopic(t, w, "kept", 1, 4, 10, at(t0.Add(-48*time.Hour)))
-	require.NoError(t, w.Close())
+	root := twoAgedTopics(t)
 	dry := Options{Default: Policy{MaxAge: time.Hour}, Now: func() time.Time { return t0 }, DryRun: true}
 	readOnly := storage.StoreOptions{Log: storage.Options{ReadOnly: true}}
 	reopens := 0
@@ -104,11 +100,7 @@ func TestRunOnceBesideLooksAgainWhenADryRunListedWhatIsGone(t *testing.T) {
 }
 
 func TestRunOnceBesideLooksAgainOnlyForADryRun(t *testing.T) {
-	root := t.TempDir()
-	w := openStore(t, root, storage.StoreOptions{Log: smallLog()})
-	makeTopic(t, w, "gone", 1, 4, 10, at(t0.Add(-48*time.Hour)))
-	makeTopic(t, w, "kept", 1, 4, 10, at(t0.Add(-48*time.Hour)))
-	require.NoError(t, w.Close())
+	root := twoAgedTopics(t)
 	// Every file of gone-0 reads as missing: the report looks stale.
 	ffs := faultfs.New(vfs.Default)
 	ffs.FailAll(faultfs.OpOpen|faultfs.OpLstat|faultfs.OpReadDir, "gone-0", fs.ErrNotExist)
@@ -136,4 +128,16 @@ func TestRunOnceBesideLooksAgainOnlyForADryRun(t *testing.T) {
 			assert.Len(t, rep.Deletions, 4, "kept-0 is deleted")
 		}
 	}
+}
+
+// twoAgedTopics makes a closed store of two one-partition topics, "gone"
+// and "kept", of four segments each, all older than a day at t0.
+func twoAgedTopics(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	w := openStore(t, root, storage.StoreOptions{Log: smallLog()})
+	makeTopic(t, w, "gone", 1, 4, 10, at(t0.Add(-48*time.Hour)))
+	makeTopic(t, w, "kept", 1, 4, 10, at(t0.Add(-48*time.Hour)))
+	require.NoError(t, w.Close())
+	return root
 }
